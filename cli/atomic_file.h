@@ -1,0 +1,30 @@
+/* Output files that are never half-written: bytes go to "PATH.tmp-PID",
+ * which is fsync'd and renamed over PATH only when everything succeeded.
+ * A crash or error leaves any previous PATH untouched. */
+#ifndef WISP_CLI_ATOMIC_FILE_H
+#define WISP_CLI_ATOMIC_FILE_H
+
+#include <stdio.h>
+
+#include <stdbool.h>
+
+#include "sink.h"
+
+typedef struct cli_atomic_file {
+    char path[4096];
+    char tmp[4200];
+    FILE *f;
+    wisp_sink sink; /* writes into the temporary file */
+} cli_atomic_file;
+
+/* false (message printed) if the temporary cannot be created. */
+bool cli_atomic_open(cli_atomic_file *a, const char *path);
+/* Flush, fsync, rename; false (message printed, temporary removed) on failure. */
+bool cli_atomic_commit(cli_atomic_file *a);
+/* Drop the temporary; PATH is unchanged. */
+void cli_atomic_abort(cli_atomic_file *a);
+
+/* Whole buffer to PATH atomically. */
+bool cli_write_file_atomic(const char *path, const void *data, size_t n);
+
+#endif

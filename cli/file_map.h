@@ -1,0 +1,20 @@
+/* Read-only views of whole files: mmap where possible (weights are used in
+ * place, never copied), a plain read as the fallback. */
+#ifndef WISP_CLI_FILE_MAP_H
+#define WISP_CLI_FILE_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct cli_file {
+    const char *path;
+    const unsigned char *data;
+    size_t size;
+    bool mapped; /* else data is malloc'd */
+} cli_file;
+
+/* Open and map `path`; on failure prints "wisp: PATH: reason" and returns false. */
+bool cli_file_open(cli_file *f, const char *path);
+void cli_file_close(cli_file *f);
+
+#endif

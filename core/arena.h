@@ -1,0 +1,57 @@
+/* One caller-provided block of memory, carved front to back. Every carve is
+ * rounded up to WISP_ARENA_ALIGN bytes and tagged with the plan part it
+ * belongs to, so the planner's per-part figures can be checked against what
+ * initialisation really took. Carving never fails silently: a NULL return
+ * means the plan was wrong, which init reports as an error. */
+#ifndef WISP_ARENA_H
+#define WISP_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WISP_ARENA_ALIGN 64   /* every carve starts a cache line after the previous */
+#define WISP_ARENA_BASE_ALIGN 16 /* what the caller's block must be aligned to */
+
+/* The parts a plan is made of, in the order init carves them. */
+typedef enum wisp_part {
+    WISP_PART_CONTEXT,     /* the context struct and per-layer tensor tables */
+    WISP_PART_TOKENIZER,   /* token index, lookup hash tables, merge ranks */
+    WISP_PART_KV_CACHE,    /* keys and values for ctx positions, every layer */
+    WISP_PART_SCRATCH,     /* activations of one forward batch */
+    WISP_PART_LOGITS,      /* output logits (one row, or one per batch position) */
+    WISP_PART_SAMPLER,     /* candidate list for top-k/top-p/min-p */
+    WISP_PART_TEXT,        /* tokenizer working memory for prompts */
+    WISP_PART_ADAPTERS,    /* tables of attached LoRA adapters */
+    WISP_PART_LORA,        /* trainable LoRA weights */
+    WISP_PART_GRADIENTS,   /* their gradients */
+    WISP_PART_OPTIMIZER,   /* optimizer moments */
+    WISP_PART_ACTIVATIONS, /* activations saved for the backward pass */
+    WISP_PART_TRAIN_SCRATCH, /* backward-pass working memory */
+    WISP_PART_COUNT
+} wisp_part;
+
+const char *wisp_part_name(int part);
+
+typedef struct wisp_arena {
+    uint8_t *base;
+    size_t size;
+    size_t used;
+    size_t part_bytes[WISP_PART_COUNT];
+} wisp_arena;
+
+static inline size_t wisp_arena_round(size_t n) {
+    return (n + (WISP_ARENA_ALIGN - 1)) & ~(size_t)(WISP_ARENA_ALIGN - 1);
+}
+
+/* Start carving `mem` (may be NULL with size 0 to only count). */
+void wisp_arena_init(wisp_arena *a, void *mem, size_t size);
+
+/* Carve `bytes` (rounded up) for `part`; zero-filled. NULL if it does not fit. */
+void *wisp_arena_alloc(wisp_arena *a, size_t bytes, int part);
+
+/* Size helpers for planners: rounded sizes of n elements, saturating so that a
+ * hostile count cannot wrap around to a small number. */
+size_t wisp_bytes_of(size_t count, size_t elem_size);
+size_t wisp_bytes_add(size_t a, size_t b);
+
+#endif

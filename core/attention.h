@@ -1,0 +1,30 @@
+/* Causal attention computed flash-style: for each query, keys are scored a
+ * block at a time and an online softmax rescales the running output, so no
+ * n x n score matrix ever exists. Works on KV caches in F32 or F16. */
+#ifndef WISP_ATTENTION_H
+#define WISP_ATTENTION_H
+
+#include <stdint.h>
+
+#include "exec.h"
+
+typedef struct wisp_attention_args {
+    const wisp_kernels *k;
+    const float *q;      /* [n_tok][n_heads*head_dim] */
+    float *out;          /* [n_tok][n_heads*head_dim] */
+    const void *k_cache; /* [n_kv_heads][kv_stride positions][head_dim] of this layer */
+    const void *v_cache;
+    int32_t kv_stride;   /* positions per kv head in the cache */
+    int32_t kv_f16;      /* cache holds F16 instead of F32 */
+    int32_t n_tok, pos0; /* query t sits at position pos0 + t and sees keys 0..pos0+t */
+    int32_t n_heads, n_kv_heads, head_dim;
+    float scale;         /* 1/sqrt(head_dim) */
+    float *scores;       /* [nth][block] worker scratch */
+    int32_t block;
+    float *lse;          /* optional [n_tok][n_heads]: log-sum-exp per query, for training */
+} wisp_attention_args;
+
+/* Worker ith of nth computes its share of the (token, head) pairs. */
+void wisp_attention_job(void *args, int ith, int nth);
+
+#endif

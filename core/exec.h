@@ -1,0 +1,48 @@
+/* How work runs: the kernel table in use, the caller's thread pool, and the
+ * buffer that activations are converted into before quantized products.
+ * Shared by inference and training. */
+#ifndef WISP_EXEC_H
+#define WISP_EXEC_H
+
+#include <stdint.h>
+
+#include "kernels.h"
+#include "model.h"
+
+/* Run fn(arg, ith, nth) for ith = 0..nth-1 and return when all have finished.
+ * A platform's thread pool implements this; core never starts threads. */
+typedef void (*wisp_job_fn)(void *arg, int ith, int nth);
+typedef struct wisp_threads {
+    void (*run)(void *pool, wisp_job_fn fn, void *arg, int nth); /* NULL: run serially */
+    void *pool;
+    int n_threads; /* workers the pool will use (>= 1) */
+} wisp_threads;
+
+typedef struct wisp_exec {
+    wisp_kernels k;       /* completed: no NULL entries */
+    wisp_threads threads;
+    uint8_t *act;         /* converted activation rows */
+    size_t act_bytes;
+} wisp_exec;
+
+void wisp_exec_setup(wisp_exec *e, const wisp_kernels *k, const wisp_threads *threads);
+
+/* Bytes of one activation row converted for a product with weights of
+ * `w_type` and `cols` columns (0 when the weights take floats directly). */
+size_t wisp_exec_act_row_bytes(int w_type, int64_t cols);
+
+void wisp_exec_parallel(const wisp_exec *e, wisp_job_fn fn, void *arg);
+
+/* y[t*ldy + r] = (W x_t)[r] for t < n_tok, r < W.rows; x_t = x + t*ldx.
+ * Converts x into e->act first when W is quantized. */
+void wisp_exec_matmul(wisp_exec *e, const wisp_weight *w, const float *x, int64_t ldx, int64_t n_tok, float *y,
+                      int64_t ldy);
+
+/* The range [*lo, *hi) of n items that worker ith of nth handles. */
+static inline void wisp_split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
+    int64_t per = n / nth, extra = n % nth;
+    *lo = ith * per + (ith < extra ? ith : extra);
+    *hi = *lo + per + (ith < extra ? 1 : 0);
+}
+
+#endif

@@ -1,0 +1,69 @@
+/* The hot kernels, behind one table of function pointers. core/ ships the
+ * scalar reference table (kernels_ref.c), which defines every answer;
+ * simd/ builds faster tables for each instruction set and is tested against
+ * it. A platform picks a table once at init and passes it in the config.
+ *
+ * Work splitting: the forward pass cuts work into (ith, nth) ranges and hands
+ * them to the caller's thread pool; kernels themselves never start threads.
+ * Every output element is produced by exactly one call with the same
+ * arithmetic whatever the split, so results do not depend on thread count. */
+#ifndef WISP_KERNELS_H
+#define WISP_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "types.h"
+
+/* A matrix product over a batch of activation rows:
+ *   y[t * ldy + r] = dot(W row r, X row t)   for r in [r0, r1), t in [0, n_tok)
+ * W rows are `w_row_bytes` apart in type `w_type`; X rows are already in the
+ * weight type's activation type (types.h) and `x_row_bytes` apart. */
+typedef struct wisp_matmul_args {
+    const uint8_t *w;
+    size_t w_row_bytes;
+    int32_t w_type;
+    int64_t n_in;
+    const uint8_t *x;
+    size_t x_row_bytes;
+    int64_t n_tok;
+    float *y;
+    int64_t ldy;
+} wisp_matmul_args;
+
+typedef void (*wisp_matmul_fn)(const wisp_matmul_args *a, int64_t r0, int64_t r1);
+
+typedef struct wisp_kernels {
+    const char *name; /* "scalar", "avx2", "avx512", "neon", "neon-dotprod", "wasm-simd128", ... */
+
+    /* Per weight type; NULL means "use the reference". */
+    wisp_matmul_fn matmul[WISP_TYPE_COUNT];
+    /* float row -> activation type (Q8_0, Q8_1, Q8_K); NULL means reference. */
+    void (*quantize_row[WISP_TYPE_COUNT])(const float *x, void *y, int64_t n);
+
+    /* Float vector primitives (attention, norms, LoRA, training). */
+    float (*dot_f32)(const float *a, const float *b, int64_t n);
+    float (*dot_f16_f32)(const uint16_t *a, const float *b, int64_t n);
+    void (*axpy_f32)(float *y, float a, const float *x, int64_t n);   /* y += a x */
+    void (*axpy_f16)(float *y, float a, const uint16_t *x, int64_t n); /* y += a x */
+    void (*scale_f32)(float *y, float a, int64_t n);                   /* y *= a */
+    /* y = x / rms(x) * w, with rms over n and eps inside the root */
+    void (*rmsnorm)(float *y, const float *x, const float *w, int64_t n, float eps);
+    /* g = silu(g) * u */
+    void (*silu_mul)(float *g, const float *u, int64_t n);
+    void (*f32_to_f16)(const float *x, uint16_t *y, int64_t n);
+    void (*f16_to_f32)(const uint16_t *x, float *y, int64_t n);
+    void (*bf16_to_f32)(const uint16_t *x, float *y, int64_t n);
+} wisp_kernels;
+
+/* The scalar reference table (all entries filled). */
+const wisp_kernels *wisp_kernels_reference(void);
+
+/* Fill NULL entries of `k` from the reference so callers never test for NULL. */
+void wisp_kernels_complete(wisp_kernels *k);
+
+/* Reference matmul used for any type (loops over the type's `dot`). */
+void wisp_matmul_reference(const wisp_matmul_args *a, int64_t r0, int64_t r1);
+
+#endif

@@ -1,0 +1,23 @@
+# Shared helpers for CLI tests (sourced).
+set -u
+: "${WISP:?}" "${WISP_SHARED:?}" "${WORK:?}"
+SHARED=$WISP_SHARED
+checks=0
+fail() { echo "FAIL: $*"; exit 1; }
+ok() { checks=$((checks+1)); }
+# need FILE...: skip the whole test loudly if reference files are missing
+need() {
+    for f in "$@"; do
+        [ -e "$SHARED/$f" ] || { echo "SKIP: missing $SHARED/$f (set WISP_SHARED to the shared reference folder)"; exit 77; }
+    done
+}
+# expect_fail CMD...: the command must exit non-zero, print one clear line, and not crash
+expect_fail() {
+    local out rc
+    out=$("$@" 2>&1); rc=$?
+    [ $rc -ne 0 ] || fail "expected failure: $*"
+    [ $rc -lt 128 ] || fail "crashed (exit $rc): $* :: $out"
+    [ -n "$out" ] || fail "no error message: $*"
+    ok
+}
+done_ok() { echo "ok: $checks checks"; exit 0; }

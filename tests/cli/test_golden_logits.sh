@@ -1,0 +1,27 @@
+# wisp logits agrees with llama.cpp's reference logits for every golden
+# model, within the tolerances of ../shared/README.md; stories260K's greedy
+# continuation matches exactly.
+source "$(dirname "$0")/lib.sh"
+need golden/logits
+for golden in "$SHARED"/golden/logits/*.json; do
+    name=$(basename "$golden" .json)
+    case $name in
+        syn-*) model="$SHARED/models/synthetic/$name.gguf" ;;
+        *)     model="$SHARED/models/$name.gguf" ;;
+    esac
+    [ -f "$model" ] || { echo "SKIP: missing $model"; exit 77; }
+    case ${name##*-} in            # the weight type is the last dash-separated part
+        q*) tol=0.04 ;;            # quantized weights: llama.cpp also quantizes activations
+        bf16) tol=0.01 ;;
+        *) tol=0.002 ;;            # F32, F16 (stories260K is F32, llama-2-tiny F16)
+    esac
+    extra=""
+    [ "$name" = stories260K ] && extra=--greedy-exact
+    args=()
+    while IFS= read -r p; do args+=(-p "$p"); done < <("$TOOLS/golden_prompts" "$golden")
+    "$WISP" logits -m "$model" "${args[@]}" --json -t 2 > "$WORK/$name.json" || fail "$name: wisp logits failed"
+    echo "== $name (tol $tol)"
+    "$TOOLS/compare_logits" "$golden" "$WORK/$name.json" --tol $tol $extra || fail "$name disagrees with the golden logits"
+    ok
+done
+done_ok
