@@ -27,11 +27,12 @@ TOOL_BIN     := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-.PHONY: all lib cli tests test test-unit test-cli asan clean help
+.PHONY: all lib cli tests test test-unit test-cli asan demo clean help
 all: lib cli
 
 help:
 	@echo "make              build libwisp.a and the CLI at $(BUILD)/wisp"
+	@echo "make demo         generate, fine-tune a LoRA, generate again (MODEL=, DATA= to use your own)"
 	@echo "make test         run every test (unit, golden, CLI, cross-target)"
 	@echo "make test-unit    unit and golden tests only (native)"
 	@echo "make test-cli     end-to-end tests of the wisp command"
@@ -78,6 +79,9 @@ test-cli: all $(TOOL_BIN) asan
 	  WORK=$(abspath $(BUILD)/tests/cli) tests/run_cli.sh
 
 test: test-unit test-cli
+
+demo: all
+	@scripts/demo.sh $(MODEL) $(DATA)
 
 clean:
 	rm -rf $(BUILD)

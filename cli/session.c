@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cpu_features.h"
+
 void cli_model_opts_default(cli_model_opts *o) {
     memset(o, 0, sizeof *o);
     o->kv_type = "f16";
@@ -24,7 +26,20 @@ void cli_report(const char *what, const wisp_error *err) {
     fprintf(stderr, "wisp: %s: %s\n", what, err->message);
 }
 
-const wisp_kernels *cli_kernels(void) { return wisp_kernels_reference(); }
+/* Selected once per process: WISP_KERNELS forces a level (tests compare
+ * levels this way); otherwise the best this CPU supports. */
+const wisp_kernels *cli_kernels(void) {
+    static const wisp_kernels *chosen;
+    if (chosen) return chosen;
+    wisp_cpu_features cpu;
+    cli_cpu_features(&cpu);
+    wisp_error err = {0};
+    if (wisp_simd_select(&cpu, getenv("WISP_KERNELS"), &chosen, &err)) {
+        fprintf(stderr, "wisp: WISP_KERNELS: %s\n", err.message);
+        exit(2);
+    }
+    return chosen;
+}
 
 bool cli_open_gguf(cli_file *f, wisp_gguf *g, const char *path) {
     if (!path) {

@@ -9,6 +9,7 @@
 #include "args.h"
 #include "file_map.h"
 #include "thread_pool.h"
+#include "simd.h"
 #include "wisp.h"
 
 /* Options every model-running command shares. */
