@@ -36,6 +36,8 @@ help:
 	@echo "make test         run every test (unit, golden, CLI, cross-target)"
 	@echo "make test-unit    unit and golden tests only (native)"
 	@echo "make test-cli     end-to-end tests of the wisp command"
+	@echo "make embedded     bare-metal firmware (Cortex-M4/M7, RISC-V) at $(BUILD)/embedded/"
+	@echo "make test-embedded  run the firmware under QEMU against the native engine; budget table"
 	@echo "make clean        remove $(BUILD)/"
 	@echo "SHARED=path       reference folder (default ../shared)"
 
@@ -85,5 +87,8 @@ demo: all
 
 clean:
 	rm -rf $(BUILD)
+
+include tests/fuzz/fuzz.mk
+include embedded/embedded.mk
 
 -include $(shell find $(BUILD)/obj $(BUILD)/tests -maxdepth 4 -name '*.d' 2>/dev/null)
