@@ -6,7 +6,9 @@ SHARED  ?= $(abspath ../shared)
 OPT     ?= -O2
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla
 CSTD    := -std=c11
-DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+# 64-bit file offsets on 32-bit targets (armv7): multi-GB models, and readdir
+# of directories whose entries carry 64-bit cookies
+DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64
 CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = $(CSTD) $(WARN) $(DEFS) $(CFLAGS) $(EXTRA_CFLAGS) -I. -Icore -Iadapters -Isimd
 LDLIBS  := -lm -lpthread
@@ -20,6 +22,8 @@ LIB_OBJ      := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ      := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TESTLIB_SRC  := $(sort $(wildcard tests/lib/*.c))
 TESTLIB_OBJ  := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
+# CLI pieces unit tests link too: CPU feature detection, to pick kernel levels
+TESTCLI_OBJ  := $(BUILD)/obj/cli/cpu_features.o
 UNIT_SRC     := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN     := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC     := $(sort $(wildcard tests/tools/*.c))
@@ -36,8 +40,17 @@ help:
 	@echo "make test         run every test (unit, golden, CLI, cross-target)"
 	@echo "make test-unit    unit and golden tests only (native)"
 	@echo "make test-cli     end-to-end tests of the wisp command"
+	@echo "make test-sanitize  unit + CLI tests built with ASan+UBSan; test-valgrind: under valgrind memcheck"
+	@echo "make fuzz         libFuzzer on every parser (FUZZ_SECONDS=60 each); test-fuzz-smoke: 10 s each"
+	@echo "make test-matrix-full  every truncation/corruption case of every model and adapter file"
+	@echo "make web          the npm package (wasm) in $(BUILD)/web; test-web, bench-web, demo-web"
 	@echo "make embedded     bare-metal firmware (Cortex-M4/M7, RISC-V) at $(BUILD)/embedded/"
 	@echo "make test-embedded  run the firmware under QEMU against the native engine; budget table"
+	@echo "make test-arm     aarch64/armv7 builds under qemu (Pi 3/4/5 CPUs); test-arm-full runs every test"
+	@echo "make test-wasm    the WASI build under node; test-wasm-full runs every CLI test"
+	@echo "make demo-finetune  fine-tune stories260K on Shakespeare; figures and text before/after"
+	@echo "make bench-train  LoRA training tokens/s and memory vs PyTorch (part of make bench)"
+	@echo "make bench-infer  prefill/decode vs llama.cpp on made models, roofline (part of make bench)"
 	@echo "make clean        remove $(BUILD)/"
 	@echo "SHARED=path       reference folder (default ../shared)"
 
@@ -59,9 +72,9 @@ $(BUILD)/libwisp.a: $(LIB_OBJ)
 $(BUILD)/wisp: $(CLI_OBJ) $(BUILD)/libwisp.a
 	$(CC) $(ALL_CFLAGS) $(CLI_OBJ) $(BUILD)/libwisp.a $(LDFLAGS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(BUILD)/libwisp.a
+$(BUILD)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(TESTCLI_OBJ) $(BUILD)/libwisp.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/lib -MMD -MP $< $(TESTLIB_OBJ) $(BUILD)/libwisp.a $(LDFLAGS) $(LDLIBS) -o $@
+	$(CC) $(ALL_CFLAGS) -Itests/lib -Icli -MMD -MP $< $(TESTLIB_OBJ) $(TESTCLI_OBJ) $(BUILD)/libwisp.a $(LDFLAGS) $(LDLIBS) -o $@
 
 $(BUILD)/tests/tools/%: tests/tools/%.c $(TESTLIB_OBJ) $(BUILD)/libwisp.a
 	@mkdir -p $(dir $@)
@@ -80,7 +93,7 @@ test-cli: all $(TOOL_BIN) asan
 	@WISP=$(abspath $(BUILD)/wisp) WISP_ASAN=$(abspath $(BUILD)/asan/wisp) TOOLS=$(abspath $(BUILD)/tests/tools) WISP_SHARED=$(SHARED) \
 	  WORK=$(abspath $(BUILD)/tests/cli) tests/run_cli.sh
 
-test: test-unit test-cli
+test: test-unit test-cli test-web test-embedded test-arm test-wasm
 
 demo: all
 	@scripts/demo.sh $(MODEL) $(DATA)
@@ -89,6 +102,12 @@ clean:
 	rm -rf $(BUILD)
 
 include tests/fuzz/fuzz.mk
+include tests/hardening.mk
 include embedded/embedded.mk
+include bench/train.mk
+include bench/infer.mk
+include wasm/emscripten/emscripten.mk
+include tests/arm/arm.mk
+include wasm/wasi.mk
 
 -include $(shell find $(BUILD)/obj $(BUILD)/tests -maxdepth 4 -name '*.d' 2>/dev/null)

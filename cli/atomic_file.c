@@ -1,9 +1,12 @@
 #include "atomic_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -73,4 +76,33 @@ bool cli_write_file_atomic(const char *path, const void *data, size_t n) {
         return false;
     }
     return cli_atomic_commit(&a);
+}
+
+int cli_atomic_remove_stale(const char *path) {
+    char dir_copy[4096], base_copy[4096];
+    snprintf(dir_copy, sizeof dir_copy, "%s", path);
+    snprintf(base_copy, sizeof base_copy, "%s", path);
+    const char *dir = dirname(dir_copy), *base = basename(base_copy);
+    char prefix[4200];
+    int n_prefix = snprintf(prefix, sizeof prefix, "%s.tmp-", base);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, prefix, (size_t)n_prefix) != 0) continue;
+        char *end;
+        long pid = strtol(e->d_name + n_prefix, &end, 10);
+        if (*end || pid <= 0) continue;
+        /* only when its writer is gone: a live process may be writing its own */
+#if defined(__wasi__)
+        continue; /* WASI cannot ask about other processes (and has no real ids): keep it */
+#else
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+#endif
+        char full[8400];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        if (unlink(full) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
 }

@@ -27,4 +27,8 @@ void cli_atomic_abort(cli_atomic_file *a);
 /* Whole buffer to PATH atomically. */
 bool cli_write_file_atomic(const char *path, const void *data, size_t n);
 
+/* Delete the temporaries "PATH.tmp-PID" that processes no longer running
+ * left behind (a run killed while writing PATH); returns how many. */
+int cli_atomic_remove_stale(const char *path);
+
 #endif

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "json_out.h"
+#include "lora_attach.h"
 #include "session.h"
 
 #define GREEDY_TOKENS 32
@@ -68,8 +69,11 @@ int cmd_logits(int argc, char **argv) {
     cli_model_opts_default(&mo);
     cli_str_list prompts = {{0}, 0};
     bool json = false;
+    cli_str_list loras = {{0}, 0};
+    float lora_scale = 1.0f;
     const cli_opt opts[] = {
         CLI_MODEL_OPTS(&mo),
+        CLI_LORA_OPTS(&loras, &lora_scale),
         {"prompt", 'p', OPT_STR_LIST, &prompts, "TEXT", "a prompt (repeat -p for several)"},
         {"json", 0, OPT_FLAG, &json, NULL, "JSON output (the only format; required for clarity)"},
     };
@@ -93,8 +97,15 @@ int cmd_logits(int argc, char **argv) {
     for (int i = 0; i < prompts.n; i++)
         if (strlen(prompts.items[i]) > longest) longest = strlen(prompts.items[i]);
     cfg.max_text_bytes = cli_text_bytes_for(longest);
+    cli_adapters ad;
+    if (!cli_adapters_load(&ad, &loras, lora_scale, mo.model)) return CLI_FAIL;
+    cli_adapters_plan(&ad, &cfg);
     cli_session s;
-    if (!cli_session_open(&s, &mo, &cfg)) return CLI_FAIL;
+    if (!cli_session_open(&s, &mo, &cfg) || !cli_adapters_attach(&ad, s.ctx)) {
+        if (s.ctx) cli_session_close(&s);
+        cli_adapters_close(&ad);
+        return CLI_FAIL;
+    }
     const char *base = strrchr(mo.model, '/');
     base = base ? base + 1 : mo.model;
     printf("{\"model\": ");
@@ -104,7 +115,8 @@ int cmd_logits(int argc, char **argv) {
     wisp_status st = WISP_OK;
     for (int i = 0; i < prompts.n && !st; i++) st = one_case(s.ctx, prompts.items[i], i == 0, &err);
     printf("]}\n");
-    if (st) cli_report("logits", &err);
+    if (st) cli_report(mo.model, &err); /* evaluation errors (e.g. NaN activations) are the model's */
     cli_session_close(&s);
+    cli_adapters_close(&ad);
     return st ? CLI_FAIL : CLI_OK;
 }

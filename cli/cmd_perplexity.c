@@ -7,16 +7,8 @@
 
 #include "commands.h"
 #include "session.h"
+#include "token_loss.h"
 
-/* -log softmax(logits)[target], in double */
-static double nll(const float *logits, int32_t n, int32_t target) {
-    float m = logits[0];
-    for (int32_t i = 1; i < n; i++)
-        if (logits[i] > m) m = logits[i];
-    double sum = 0;
-    for (int32_t i = 0; i < n; i++) sum += exp((double)logits[i] - m);
-    return log(sum) + m - logits[target];
-}
 
 int cmd_perplexity(int argc, char **argv) {
     cli_model_opts mo;
@@ -87,7 +79,7 @@ int cmd_perplexity(int argc, char **argv) {
             for (int32_t i = 0; !st && i < step; i++) {
                 int32_t p = done + i; /* logits at p predict window[p+1] */
                 if (p + 1 >= wn) break;
-                total += nll(wisp_logits(ctx, i), hp->n_vocab, window[p + 1]);
+                total += cli_token_nll(wisp_logits(ctx, i), hp->n_vocab, window[p + 1]);
                 scored++;
             }
             done += step;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "lora_attach.h"
 #include "session.h"
 
 static uint64_t random_seed(void) {
@@ -24,8 +25,11 @@ int cmd_run(int argc, char **argv) {
     wisp_sampler_params sp = wisp_sampler_defaults();
     uint64_t seed = UINT64_MAX;
     bool no_bos = false, quiet = false, no_echo = false;
+    cli_str_list loras = {{0}, 0};
+    float lora_scale = 1.0f;
     const cli_opt opts[] = {
         CLI_MODEL_OPTS(&mo),
+        CLI_LORA_OPTS(&loras, &lora_scale),
         {"prompt", 'p', OPT_STR, &prompt, "TEXT", "text to continue"},
         {"n-predict", 'n', OPT_INT, &n_predict, "N", "tokens to generate (stops earlier at end-of-text)"},
         {"temp", 0, OPT_FLOAT, &sp.temperature, "T", "temperature; 0 picks the most likely token (greedy)"},
@@ -62,8 +66,15 @@ int cmd_run(int argc, char **argv) {
 
     wisp_config cfg = wisp_config_default();
     cfg.max_text_bytes = cli_text_bytes_for(strlen(prompt));
+    cli_adapters ad;
+    if (!cli_adapters_load(&ad, &loras, lora_scale, mo.model)) return CLI_FAIL;
+    cli_adapters_plan(&ad, &cfg);
     cli_session s;
-    if (!cli_session_open(&s, &mo, &cfg)) return CLI_FAIL;
+    if (!cli_session_open(&s, &mo, &cfg) || !cli_adapters_attach(&ad, s.ctx)) {
+        if (s.ctx) cli_session_close(&s);
+        cli_adapters_close(&ad);
+        return CLI_FAIL;
+    }
     wisp_ctx *ctx = s.ctx;
     const wisp_tokenizer *tok = wisp_ctx_tokenizer(ctx);
     int32_t n_ctx = wisp_ctx_config(ctx)->n_ctx;
@@ -80,6 +91,7 @@ int cmd_run(int argc, char **argv) {
         cli_report("run", &err);
         free(tokens);
         cli_session_close(&s);
+        cli_adapters_close(&ad);
         return CLI_FAIL;
     }
     if (!no_echo) {
@@ -110,7 +122,7 @@ int cmd_run(int argc, char **argv) {
     double t_decode = cli_now() - t1;
     fputc('\n', stdout);
     fflush(stdout);
-    if (st) cli_report("run", &err);
+    if (st) cli_report(mo.model, &err); /* evaluation errors (e.g. NaN activations) are the model's */
     if (context_full) fprintf(stderr, "wisp run: stopped: the context of %d tokens is full (raise --ctx)\n", n_ctx);
     if (!quiet)
         fprintf(stderr, "[prompt %zu tokens in %.3f s (%.1f tok/s), generated %d tokens in %.3f s (%.1f tok/s), seed %llu, kernels %s]\n",
@@ -119,5 +131,6 @@ int cmd_run(int argc, char **argv) {
                 wisp_ctx_kernels_name(ctx));
     free(tokens);
     cli_session_close(&s);
+    cli_adapters_close(&ad);
     return st ? CLI_FAIL : CLI_OK;
 }

@@ -10,5 +10,13 @@ int cmd_plan(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_convert_llama2c(int argc, char **argv);
+int cmd_make_model(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_lora_grad(int argc, char **argv);
+int cmd_finetune(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 #endif

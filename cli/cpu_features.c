@@ -2,6 +2,16 @@
 
 #include <string.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+/* F16C (CPUID.1:ECX bit 29); clang 14's __builtin_cpu_supports cannot name it. */
+static bool has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+#endif
+
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
@@ -13,9 +23,13 @@ void cli_cpu_features(wisp_cpu_features *f) {
     memset(f, 0, sizeof *f);
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    f->avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    /* These read CPUID and the OS's XCR0 register state, so under valgrind
+     * (which hides AVX-512 from CPUID) the AVX2 level is chosen, never a
+     * level valgrind cannot run. */
+    f->avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     f->avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512vnni");
     f->avx512_bf16 = f->avx512 && __builtin_cpu_supports("avx512bf16");
 #elif defined(__aarch64__)
     f->neon = true;

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if CLI_HAVE_MMAP
 #include <sys/mman.h>
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +32,7 @@ bool cli_file_open(cli_file *f, const char *path) {
         close(fd);
         return true;
     }
+#if CLI_HAVE_MMAP
     void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p != MAP_FAILED) {
         f->data = p;
@@ -37,6 +40,7 @@ bool cli_file_open(cli_file *f, const char *path) {
         close(fd);
         return true;
     }
+#endif
     unsigned char *buf = malloc(f->size);
     size_t got = 0;
     while (buf && got < f->size) {
@@ -55,7 +59,9 @@ bool cli_file_open(cli_file *f, const char *path) {
 }
 
 void cli_file_close(cli_file *f) {
+#if CLI_HAVE_MMAP
     if (f->mapped) munmap((void *)f->data, f->size);
-    else if (f->size) free((void *)f->data);
+#endif
+    if (!f->mapped && f->size) free((void *)f->data);
     memset(f, 0, sizeof *f);
 }

@@ -6,6 +6,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* WASI has no mmap: there files are always read into memory. */
+#if defined(__wasi__)
+#define CLI_HAVE_MMAP 0
+#else
+#define CLI_HAVE_MMAP 1
+#endif
+
 typedef struct cli_file {
     const char *path;
     const unsigned char *data;

@@ -19,6 +19,14 @@ static const command commands[] = {
     {"logits", cmd_logits, "print logits and greedy continuations as JSON (for checking against references)"},
     {"perplexity", cmd_perplexity, "mean negative log-likelihood and perplexity of a text file"},
     {"convert-llama2c", cmd_convert_llama2c, "convert a llama2.c checkpoint and tokenizer to GGUF"},
+    {"make-model", cmd_make_model, "write a random-weight model at a real model's shape (for benchmarks)"},
+    {"bench", cmd_bench, "measure prefill and decode speed, memory and bandwidth"},
+    {"export", cmd_export, "convert a LoRA adapter between GGUF LoRA and PEFT, either way"},
+    {"merge", cmd_merge, "merge LoRA adapters into a model's weights (optionally re-quantizing)"},
+    {"quantize", cmd_quantize, "rewrite a model's weights in another type or the q4_k_m mix"},
+    {"finetune", cmd_finetune, "train a LoRA adapter on a text or JSONL file (QLoRA on any base type)"},
+    {"eval", cmd_eval, "mean loss and perplexity of a data file, with or without adapters"},
+    {"lora-grad", cmd_lora_grad, "loss and LoRA gradients of one pass as JSON (for checking against references)"},
 };
 
 static void usage(FILE *out) {

@@ -1,11 +1,25 @@
-/* A fixed pool of worker threads for core's (ith, nth) jobs. The caller's
- * thread takes share 0, workers take the rest. Workers spin briefly between
- * jobs (a decode step issues hundreds of small jobs per token) and then
- * sleep on a condition variable so an idle pool costs no CPU. */
+/* A fixed pool of worker threads for core's jobs: fn(arg, i, n) for every
+ * piece i < n, on whichever thread (the caller's included) claims it first,
+ * so a thread that is slow to start or was descheduled leaves its pieces to
+ * the others. Workers spin briefly between jobs (a decode step issues a few
+ * hundred small jobs per token) and then sleep on a condition variable so
+ * an idle pool costs no CPU. bench/pool_overhead.c measures a job's cost. */
 #ifndef WISP_CLI_THREAD_POOL_H
 #define WISP_CLI_THREAD_POOL_H
 
 #include "exec.h"
+
+/* WASI (wasm32-wasi) has no threads: there the pool is serial
+ * (thread_pool_serial.c) and runs every share of a job in turn on the
+ * calling thread, with the memory and results of that many threads.
+ * -DWISP_CLI_THREADS=0 chooses the serial pool anywhere. */
+#ifndef WISP_CLI_THREADS
+#if defined(__wasi__)
+#define WISP_CLI_THREADS 0
+#else
+#define WISP_CLI_THREADS 1
+#endif
+#endif
 
 typedef struct cli_pool cli_pool;
 
@@ -13,7 +27,8 @@ typedef struct cli_pool cli_pool;
 cli_pool *cli_pool_create(int n_threads);
 void cli_pool_destroy(cli_pool *p);
 
-/* Matches wisp_threads.run: fn(arg, i, nth) for every i, returns when done. */
+/* Matches wisp_threads.run: fn(arg, i, nth) for every i < nth (any nth),
+ * returns when all have run. */
 void cli_pool_run(void *pool, wisp_job_fn fn, void *arg, int nth);
 
 /* A wisp_threads for this pool (serial when p is NULL). */

@@ -23,13 +23,11 @@ void wisp_attention_job(void *args, int ith, int nth) {
         double l = 0.0;
         for (int32_t j0 = 0; j0 < n_keys; j0 += a->block) {
             int32_t nb = n_keys - j0 < a->block ? n_keys - j0 : a->block;
+            const size_t at = (size_t)j0 * hd * elem, stride = (size_t)hd * elem;
+            k->attn_scores(sc, kb + at, stride, a->kv_f16, nb, q, hd, a->scale);
             float bm = -INFINITY;
-            for (int32_t j = 0; j < nb; j++) {
-                const void *kr = kb + (size_t)(j0 + j) * hd * elem;
-                float s = a->kv_f16 ? k->dot_f16_f32(kr, q, hd) : k->dot_f32(kr, q, hd);
-                sc[j] = s * a->scale;
+            for (int32_t j = 0; j < nb; j++)
                 if (sc[j] > bm) bm = sc[j];
-            }
             if (bm > m) { /* a new maximum: rescale what was accumulated so far */
                 if (m != -INFINITY) {
                     float r = expf(m - bm);
@@ -38,13 +36,11 @@ void wisp_attention_job(void *args, int ith, int nth) {
                 }
                 m = bm;
             }
-            for (int32_t j = 0; j < nb; j++) {
-                float w = expf(sc[j] - m);
-                l += w;
-                const void *vr = vb + (size_t)(j0 + j) * hd * elem;
-                if (a->kv_f16) k->axpy_f16(o, w, vr, hd);
-                else k->axpy_f32(o, w, vr, hd);
+            for (int32_t j = 0; j < nb; j++) { /* the scores become the weights */
+                sc[j] = expf(sc[j] - m);
+                l += sc[j];
             }
+            k->attn_values(o, sc, vb + at, stride, a->kv_f16, nb, hd);
         }
         k->scale_f32(o, (float)(1.0 / l), hd);
         if (a->lse) a->lse[(size_t)t * a->n_heads + h] = m + (float)log(l);

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "train.h"
+
 wisp_config wisp_config_default(void) {
     wisp_config c;
     memset(&c, 0, sizeof c);
@@ -22,7 +24,11 @@ static wisp_status resolve_config(const wisp_hparams *hp, const wisp_config *in,
     if (c->max_text_bytes == 0) c->max_text_bytes = 4096;
     if (c->threads.n_threads < 1 || !c->threads.run) c->threads.n_threads = 1;
     if (c->threads.n_threads > 1024) return wisp_fail(err, WISP_ERR_ARG, "more than 1024 threads");
-    return WISP_OK;
+    if (c->max_adapters < 0 || c->max_adapters > 4096 || c->max_lora_rank < 0 || c->max_lora_rank > 65536)
+        return wisp_fail(err, WISP_ERR_ARG, "max_adapters must be in 0..4096 and max_lora_rank in 0..65536");
+    if (c->max_adapters == 0) c->max_lora_rank = 0;
+    else if (c->max_lora_rank == 0) c->max_lora_rank = 64;
+    return wisp_train_resolve(hp, c, err);
 }
 
 /* The scratch arrays of one forward step, in carving order. */
@@ -85,6 +91,8 @@ wisp_status wisp_plan(const wisp_gguf *g, const wisp_config *cfg, wisp_memory_pl
     size_t text;
     if ((s = wisp_tokenizer_plan_scratch(g, c->max_text_bytes, &text, err))) return s;
     p[WISP_PART_TEXT] = wisp_arena_round(text);
+    p[WISP_PART_ADAPTERS] = wisp_adapters_plan_bytes(hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
+    wisp_train_plan(g, hp, c, act_row_max(g), p);
     for (int i = 0; i < WISP_PART_COUNT; i++) plan->total = wisp_bytes_add(plan->total, p[i]);
 
     size_t cur = 0;
@@ -143,6 +151,8 @@ wisp_status wisp_init(wisp_ctx **out, const wisp_gguf *g, const wisp_config *cfg
     ctx->candidates = (wisp_candidate *)wisp_arena_alloc(&a, plan.part[WISP_PART_SAMPLER], WISP_PART_SAMPLER);
     ctx->text_scratch_bytes = plan.part[WISP_PART_TEXT];
     ctx->text_scratch = wisp_arena_alloc(&a, ctx->text_scratch_bytes, WISP_PART_TEXT);
+    wisp_adapters_carve(&ctx->adapters, &a, hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
+    if ((s = wisp_train_carve(ctx, g, &a, act_row_max(g), err))) return s;
 
     /* The carve must match the plan byte for byte, part by part. */
     for (int i = 0; i < WISP_PART_COUNT; i++)
@@ -184,10 +194,14 @@ wisp_status wisp_eval(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_erro
         if (tokens[i] < 0 || tokens[i] >= ctx->model.hp.n_vocab)
             return wisp_fail(err, WISP_ERR_ARG, "token id %d is outside the vocabulary (0..%d)", tokens[i],
                              ctx->model.hp.n_vocab - 1);
+    const int32_t start = ctx->n_past;
     for (int32_t done = 0; done < n;) {
         int32_t step = n - done < ctx->cfg.n_batch ? n - done : ctx->cfg.n_batch;
         wisp_status s = wisp_forward_step(ctx, tokens + done, step, err);
-        if (s) return s;
+        if (s) {
+            wisp_rewind(ctx, start); /* e.g. NaN activations (WISP_ERR_NUMERIC): as if the call had not happened */
+            return s;
+        }
         done += step;
     }
     return WISP_OK;

@@ -3,6 +3,7 @@
 #ifndef WISP_CONTEXT_H
 #define WISP_CONTEXT_H
 
+#include "lora_apply.h"
 #include "wisp.h"
 
 /* Activations of one forward step of up to n_batch tokens. */
@@ -37,7 +38,12 @@ struct wisp_ctx {
     wisp_candidate *candidates;
     void *text_scratch;
     size_t text_scratch_bytes;
+    wisp_adapter_set adapters; /* LoRA adapters attached for inference */
+    struct wisp_train *train;  /* LoRA training state (train.h); NULL when not training */
 };
+
+/* Row `id` of the token embedding as floats (any weight type). */
+void wisp_embed_row(const wisp_exec *e, const wisp_weight *w, int32_t id, float *out);
 
 /* One forward step over n <= n_batch tokens at positions n_past.. . */
 wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_error *err);

@@ -16,9 +16,16 @@ size_t wisp_exec_act_row_bytes(int w_type, int64_t cols) {
     return wisp_type_row_bytes(ti->act_type, cols);
 }
 
+void wisp_exec_pieces(const wisp_exec *e, wisp_job_fn fn, void *arg, int n) {
+    if (n > 1 && e->threads.run && e->threads.n_threads > 1) {
+        e->threads.run(e->threads.pool, fn, arg, n);
+        return;
+    }
+    for (int i = 0; i < n; i++) fn(arg, i, n);
+}
+
 void wisp_exec_parallel(const wisp_exec *e, wisp_job_fn fn, void *arg) {
-    if (e->threads.run && e->threads.n_threads > 1) e->threads.run(e->threads.pool, fn, arg, e->threads.n_threads);
-    else fn(arg, 0, 1);
+    wisp_exec_pieces(e, fn, arg, e->threads.n_threads);
 }
 
 typedef struct convert_job {
@@ -43,16 +50,33 @@ typedef struct matmul_job {
     int64_t rows;
 } matmul_job;
 
-/* Rows are split in multiples of 16 so SIMD kernels that work on row groups
- * get whole groups; the split never changes any row's arithmetic. */
+/* Rows are handed out in whole groups of 16 (SIMD kernels work on row
+ * groups); the split never changes any row's arithmetic. */
+#define ROW_GROUP 16
+
 static void matmul_rows(void *arg, int ith, int nth) {
     const matmul_job *j = arg;
-    int64_t groups = (j->rows + 15) / 16, lo, hi;
+    int64_t groups = (j->rows + ROW_GROUP - 1) / ROW_GROUP, lo, hi;
     wisp_split(groups, ith, nth, &lo, &hi);
-    lo *= 16;
-    hi *= 16;
+    lo *= ROW_GROUP;
+    hi *= ROW_GROUP;
     if (hi > j->rows) hi = j->rows;
     if (lo < hi) j->e->k.matmul[j->a.w_type](&j->a, lo, hi);
+}
+
+/* Converting a small batch of activations on the calling thread is cheaper
+ * than a parallel job's synchronisation (a decode step's rows are a few
+ * thousand elements; a parallel job costs about a microsecond). */
+#define SERIAL_CONVERT_ELEMS ((int64_t)1 << 15)
+
+/* Pieces per matmul: decode splits finer so that a thread that starts late
+ * leaves its share to the others; prefill keeps one piece per thread, since
+ * each piece prepares the batch's activation facts once. */
+static int matmul_pieces(const wisp_exec *e, int64_t rows, int64_t n_tok) {
+    if (e->threads.n_threads <= 1) return 1;
+    int64_t groups = (rows + ROW_GROUP - 1) / ROW_GROUP;
+    int64_t want = (int64_t)e->threads.n_threads * (n_tok <= 2 ? 4 : 1);
+    return (int)(groups < want ? groups : want);
 }
 
 void wisp_exec_matmul(wisp_exec *e, const wisp_weight *w, const float *x, int64_t ldx, int64_t n_tok, float *y,
@@ -73,9 +97,10 @@ void wisp_exec_matmul(wisp_exec *e, const wisp_weight *w, const float *x, int64_
         j.a.x_row_bytes = (size_t)ldx * sizeof(float);
     } else {
         convert_job c = {e, ti->act_type, x, ldx, w->cols, n_tok, wisp_type_row_bytes(ti->act_type, w->cols)};
-        wisp_exec_parallel(e, convert_rows, &c);
+        if (n_tok * w->cols <= SERIAL_CONVERT_ELEMS) convert_rows(&c, 0, 1);
+        else wisp_exec_parallel(e, convert_rows, &c);
         j.a.x = e->act;
         j.a.x_row_bytes = c.row_bytes;
     }
-    wisp_exec_parallel(e, matmul_rows, &j);
+    wisp_exec_pieces(e, matmul_rows, &j, matmul_pieces(e, w->rows, n_tok));
 }

@@ -9,8 +9,11 @@
 #include "kernels.h"
 #include "model.h"
 
-/* Run fn(arg, ith, nth) for ith = 0..nth-1 and return when all have finished.
- * A platform's thread pool implements this; core never starts threads. */
+/* Run fn(arg, i, n) for every piece i = 0..n-1, each exactly once, possibly
+ * in parallel and in any order, and return when all have finished. n may
+ * exceed n_threads: idle threads then claim the remaining pieces. A job that
+ * indexes per-worker scratch by i asks for at most n_threads pieces. A
+ * platform's thread pool implements this; core never starts threads. */
 typedef void (*wisp_job_fn)(void *arg, int ith, int nth);
 typedef struct wisp_threads {
     void (*run)(void *pool, wisp_job_fn fn, void *arg, int nth); /* NULL: run serially */
@@ -31,7 +34,11 @@ void wisp_exec_setup(wisp_exec *e, const wisp_kernels *k, const wisp_threads *th
  * `w_type` and `cols` columns (0 when the weights take floats directly). */
 size_t wisp_exec_act_row_bytes(int w_type, int64_t cols);
 
+/* fn over n_threads pieces (piece i may use worker scratch slot i). */
 void wisp_exec_parallel(const wisp_exec *e, wisp_job_fn fn, void *arg);
+
+/* fn over n pieces (serially when there is no pool). */
+void wisp_exec_pieces(const wisp_exec *e, wisp_job_fn fn, void *arg, int n);
 
 /* y[t*ldy + r] = (W x_t)[r] for t < n_tok, r < W.rows; x_t = x + t*ldx.
  * Converts x into e->act first when W is quantized. */

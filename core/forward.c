@@ -11,7 +11,7 @@
 #include "rope.h"
 
 /* Row `id` of the token embedding as floats (any weight type). */
-static void embed_row(const wisp_exec *e, const wisp_weight *w, int32_t id, float *out) {
+void wisp_embed_row(const wisp_exec *e, const wisp_weight *w, int32_t id, float *out) {
     const uint8_t *row = w->data + (size_t)id * w->row_bytes;
     switch (w->type) {
     case WISP_TYPE_F32: memcpy(out, row, (size_t)w->cols * sizeof(float)); break;
@@ -79,6 +79,54 @@ static void attention(wisp_ctx *ctx, int32_t layer, int32_t T) {
     wisp_exec_parallel(&ctx->exec, wisp_attention_job, &a);
 }
 
+/* y = W x for one of a layer's projections, plus any attached adapters. */
+static void project(wisp_ctx *ctx, int32_t layer, int proj, const float *x, int32_t n_in, int32_t T, float *y,
+                    int32_t n_out) {
+    wisp_exec_matmul(&ctx->exec, &ctx->model.layers[layer].proj[proj], x, n_in, T, y, n_out);
+    wisp_adapters_apply(&ctx->adapters, &ctx->exec, layer, proj, x, n_in, T, y, n_out);
+}
+
+/* A NaN or Inf weight, or an activation that overflowed, must be an error,
+ * never silently sampled from. Checking every matmul's input (and the
+ * logits) catches them all: a non-finite product flows into the next input,
+ * while quantizing a NaN activation to 8 bits would launder it into finite
+ * garbage. The cost is O(dim) per token and layer, next to O(dim^2) work. */
+static bool all_finite(const float *v, size_t n) {
+    /* An exponent of all ones (Inf or NaN) plus one carries into bit 31.
+     * Branch-free blocks of 16 so that the common, all-finite case vectorizes. */
+    uint32_t bad = 0, u[16];
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        memcpy(u, v + i, sizeof u);
+        for (int k = 0; k < 16; k++) bad |= (u[k] & 0x7f800000u) + 0x00800000u;
+    }
+    for (; i < n; i++) {
+        memcpy(u, v + i, 4);
+        bad |= (u[0] & 0x7f800000u) + 0x00800000u;
+    }
+    return !(bad & 0x80000000u);
+}
+
+static wisp_status finite_or_fail(const float *v, int32_t rows, int32_t row_len, int32_t layer, const char *weight,
+                                  int32_t pos0, wisp_error *err) {
+    if (all_finite(v, (size_t)rows * (size_t)row_len)) return WISP_OK;
+    for (size_t i = 0; i < (size_t)rows * (size_t)row_len; i++)
+        if (!isfinite(v[i])) {
+            const char *what = isnan(v[i]) ? "NaN" : "infinite";
+            int32_t pos = pos0 + (int32_t)(i / (size_t)row_len);
+            if (!weight)
+                return wisp_fail(err, WISP_ERR_NUMERIC, "the logits at position %d are %s: a weight of the model is NaN "
+                                                        "or infinite, or an activation overflowed", pos, what);
+            char name[48];
+            if (layer >= 0) wisp_format(name, sizeof name, "blk.%d.%s", layer, weight);
+            else wisp_format(name, sizeof name, "%s", weight);
+            return wisp_fail(err, WISP_ERR_NUMERIC, "%s activation reached %s at position %d: a weight of the model "
+                                                    "is NaN or infinite, or an activation overflowed",
+                             isnan(v[i]) ? "a NaN" : "an infinite", name, pos);
+        }
+    return WISP_OK;
+}
+
 static void norm_rows(const wisp_exec *e, float *y, const float *x, const float *w, int32_t T, int32_t n, float eps) {
     for (int32_t t = 0; t < T; t++) e->k.rmsnorm(y + (size_t)t * n, x + (size_t)t * n, w, n, eps);
 }
@@ -92,15 +140,18 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
     if (T <= 0 || T > ctx->cfg.n_batch || ctx->n_past + T > ctx->cfg.n_ctx)
         return wisp_fail(err, WISP_ERR_INTERNAL, "forward step of %d tokens does not fit", T);
 
-    for (int32_t t = 0; t < T; t++) embed_row(e, &m->tok_embd, tokens[t], s->x + (size_t)t * dim);
+    for (int32_t t = 0; t < T; t++) wisp_embed_row(e, &m->tok_embd, tokens[t], s->x + (size_t)t * dim);
     wisp_rope_table(s->rope, ctx->n_past, T, hp->rope_dim, hp->rope_base);
 
+    wisp_status st;
+    const int32_t pos = ctx->n_past;
     for (int32_t l = 0; l < hp->n_layers; l++) {
         const wisp_layer *L = &m->layers[l];
         norm_rows(e, s->xb, s->x, L->attn_norm, T, dim, hp->rms_eps);
-        wisp_exec_matmul(e, &L->proj[WISP_PROJ_Q], s->xb, dim, T, s->q, q_dim);
-        wisp_exec_matmul(e, &L->proj[WISP_PROJ_K], s->xb, dim, T, s->k, kv_dim);
-        wisp_exec_matmul(e, &L->proj[WISP_PROJ_V], s->xb, dim, T, s->v, kv_dim);
+        if ((st = finite_or_fail(s->xb, T, dim, l, "attn_q", pos, err))) return st;
+        project(ctx, l, WISP_PROJ_Q, s->xb, dim, T, s->q, q_dim);
+        project(ctx, l, WISP_PROJ_K, s->xb, dim, T, s->k, kv_dim);
+        project(ctx, l, WISP_PROJ_V, s->xb, dim, T, s->v, kv_dim);
         add_bias(s->q, L->bias_q, T, q_dim);
         add_bias(s->k, L->bias_k, T, kv_dim);
         add_bias(s->v, L->bias_v, T, kv_dim);
@@ -112,21 +163,26 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
         }
         store_kv(ctx, l, T);
         attention(ctx, l, T);
-        wisp_exec_matmul(e, &L->proj[WISP_PROJ_O], s->xb, q_dim, T, s->proj, dim);
+        if ((st = finite_or_fail(s->xb, T, q_dim, l, "attn_output", pos, err))) return st;
+        project(ctx, l, WISP_PROJ_O, s->xb, q_dim, T, s->proj, dim);
         add_rows(s->x, s->proj, T, dim);
 
         norm_rows(e, s->xb, s->x, L->ffn_norm, T, dim, hp->rms_eps);
-        wisp_exec_matmul(e, &L->proj[WISP_PROJ_GATE], s->xb, dim, T, s->gate, ffn);
-        wisp_exec_matmul(e, &L->proj[WISP_PROJ_UP], s->xb, dim, T, s->up, ffn);
+        if ((st = finite_or_fail(s->xb, T, dim, l, "ffn_gate", pos, err))) return st;
+        project(ctx, l, WISP_PROJ_GATE, s->xb, dim, T, s->gate, ffn);
+        project(ctx, l, WISP_PROJ_UP, s->xb, dim, T, s->up, ffn);
         for (int32_t t = 0; t < T; t++) e->k.silu_mul(s->gate + (size_t)t * ffn, s->up + (size_t)t * ffn, ffn);
-        wisp_exec_matmul(e, &L->proj[WISP_PROJ_DOWN], s->gate, ffn, T, s->proj, dim);
+        if ((st = finite_or_fail(s->gate, T, ffn, l, "ffn_down", pos, err))) return st;
+        project(ctx, l, WISP_PROJ_DOWN, s->gate, ffn, T, s->proj, dim);
         add_rows(s->x, s->proj, T, dim);
     }
 
     /* logits: every position when asked for, else only the last one */
     int32_t first = ctx->cfg.logits_all ? 0 : T - 1, n_out = T - first;
     norm_rows(e, s->xb, s->x + (size_t)first * dim, m->output_norm, n_out, dim, hp->rms_eps);
+    if ((st = finite_or_fail(s->xb, n_out, dim, -1, "output.weight", pos + first, err))) return st;
     wisp_exec_matmul(e, &m->output, s->xb, dim, n_out, ctx->logits, hp->n_vocab);
+    if ((st = finite_or_fail(ctx->logits, n_out, hp->n_vocab, -1, NULL, pos + first, err))) return st;
     ctx->n_past += T;
     ctx->last_step = T;
     return WISP_OK;

@@ -34,11 +34,22 @@ typedef struct wisp_matmul_args {
 
 typedef void (*wisp_matmul_fn)(const wisp_matmul_args *a, int64_t r0, int64_t r1);
 
+/* A tile of a frozen weight dequantized transposed, for the backward pass's
+ * dX = W^T dY (core/matmul_t.c multiplies such tiles with the F32 matmul,
+ * so a weight is never dequantized whole):
+ *   out[(c - c0) * ld + (r - r0)] = W[r][c]   for r in [r0, r1), c in [c0, c1)
+ * with W rows `row_bytes` apart in type `type`; c0 is a multiple of the
+ * type's block length and c1 one too or the row length. */
+typedef void (*wisp_dequant_t_fn)(const uint8_t *w, size_t row_bytes, int32_t type, int64_t r0, int64_t r1, int64_t c0,
+                                  int64_t c1, float *out, int64_t ld);
+
 typedef struct wisp_kernels {
     const char *name; /* "scalar", "avx2", "avx512", "neon", "neon-dotprod", "wasm-simd128", ... */
 
     /* Per weight type; NULL means "use the reference". */
     wisp_matmul_fn matmul[WISP_TYPE_COUNT];
+    /* Per weight type, transposed tile dequantization (backward pass); NULL means reference. */
+    wisp_dequant_t_fn dequant_t[WISP_TYPE_COUNT];
     /* float row -> activation type (Q8_0, Q8_1, Q8_K); NULL means reference. */
     void (*quantize_row[WISP_TYPE_COUNT])(const float *x, void *y, int64_t n);
 
@@ -55,6 +66,18 @@ typedef struct wisp_kernels {
     void (*f32_to_f16)(const float *x, uint16_t *y, int64_t n);
     void (*f16_to_f32)(const uint16_t *x, float *y, int64_t n);
     void (*bf16_to_f32)(const uint16_t *x, float *y, int64_t n);
+
+    /* Attention's inner loops over a block of n cached rows (keys or
+     * values) of hd elements, `stride` bytes apart, F16 when kv_f16 else
+     * F32 (core/attention.c):
+     *   attn_scores: s[j] = dot(key j, q) * scale, each dot within the
+     *                tolerance of dot_f16_f32 / dot_f32;
+     *   attn_values: o += w[j] * (value j) for j = 0..n-1 in that order,
+     *                each step as axpy_f16 / axpy_f32 computes it. */
+    void (*attn_scores)(float *s, const void *keys, size_t stride, int kv_f16, int64_t n, const float *q, int64_t hd,
+                        float scale);
+    void (*attn_values)(float *o, const float *w, const void *values, size_t stride, int kv_f16, int64_t n,
+                        int64_t hd);
 } wisp_kernels;
 
 /* The scalar reference table (all entries filled). */
@@ -65,5 +88,8 @@ void wisp_kernels_complete(wisp_kernels *k);
 
 /* Reference matmul used for any type (loops over the type's `dot`). */
 void wisp_matmul_reference(const wisp_matmul_args *a, int64_t r0, int64_t r1);
+/* Reference transposed tile dequantization for any type (core/dequant_t_ref.c). */
+void wisp_dequant_t_reference(const uint8_t *w, size_t row_bytes, int32_t type, int64_t r0, int64_t r1, int64_t c0,
+                              int64_t c1, float *out, int64_t ld);
 
 #endif

@@ -6,6 +6,10 @@
 
 #include "half.h"
 
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF /* y += a*x must not fuse: these loops define the bits (quant.h) */
+#endif
+
 void wisp_matmul_reference(const wisp_matmul_args *a, int64_t r0, int64_t r1) {
     wisp_dot_fn dot = wisp_type_info_of(a->w_type)->dot;
     for (int64_t t = 0; t < a->n_tok; t++) {
@@ -63,6 +67,25 @@ static void ref_bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = wisp_bf16_to_f32(x[i]);
 }
 
+static void ref_attn_scores(float *s, const void *keys, size_t stride, int kv_f16, int64_t n, const float *q, int64_t hd,
+                            float scale) {
+    const uint8_t *k = keys;
+    for (int64_t j = 0; j < n; j++, k += stride) {
+        float d = kv_f16 ? ref_dot_f16_f32((const uint16_t *)(const void *)k, q, hd)
+                         : ref_dot_f32((const float *)(const void *)k, q, hd);
+        s[j] = d * scale;
+    }
+}
+
+static void ref_attn_values(float *o, const float *w, const void *values, size_t stride, int kv_f16, int64_t n,
+                            int64_t hd) {
+    const uint8_t *v = values;
+    for (int64_t j = 0; j < n; j++, v += stride) {
+        if (kv_f16) ref_axpy_f16(o, w[j], (const uint16_t *)(const void *)v, hd);
+        else ref_axpy_f32(o, w[j], (const float *)(const void *)v, hd);
+    }
+}
+
 static void ref_quantize_row(int type, const float *x, void *y, int64_t n) {
     wisp_type_info_of(type)->quantize(x, y, n);
 }
@@ -87,6 +110,8 @@ static const wisp_kernels reference_table = {
     .f32_to_f16 = ref_f32_to_f16,
     .f16_to_f32 = ref_f16_to_f32,
     .bf16_to_f32 = ref_bf16_to_f32,
+    .attn_scores = ref_attn_scores,
+    .attn_values = ref_attn_values,
 };
 
 const wisp_kernels *wisp_kernels_reference(void) { return &reference_table; }
@@ -95,6 +120,7 @@ void wisp_kernels_complete(wisp_kernels *k) {
     const wisp_kernels *r = &reference_table;
     for (int t = 0; t < WISP_TYPE_COUNT; t++) {
         if (!k->matmul[t]) k->matmul[t] = wisp_matmul_reference;
+        if (!k->dequant_t[t]) k->dequant_t[t] = wisp_dequant_t_reference;
         if (!k->quantize_row[t]) k->quantize_row[t] = r->quantize_row[t];
     }
 #define FILL(f) if (!k->f) k->f = r->f
@@ -108,6 +134,8 @@ void wisp_kernels_complete(wisp_kernels *k) {
     FILL(f32_to_f16);
     FILL(f16_to_f32);
     FILL(bf16_to_f32);
+    FILL(attn_scores);
+    FILL(attn_values);
 #undef FILL
     if (!k->name) k->name = r->name;
 }

@@ -15,6 +15,17 @@
  *     wisp_eval(ctx, ids, n, &err);      // prefill; then one token at a time
  *     int32_t next = wisp_sample(ctx, &sampler, history, n_history);
  *
+ * Fine-tuning a LoRA adapter is the same flow with cfg.train filled in; the
+ * plan then also covers the adapter, its gradients, the optimizer moments,
+ * saved activations and backward scratch, and training never allocates:
+ *
+ *     cfg.train.seq_len = 128;           // windows of 129 token ids
+ *     cfg.train.rank = 8;                // all seven projections by default
+ *     ... wisp_plan, arena, wisp_init as above ...
+ *     wisp_train_micro_step(ctx, windows, mask, n_seq, &loss, &n_scored, &err);
+ *     wisp_train_optimizer_step(ctx, &info, &err);
+ *     wisp_adapter_attach(ctx, wisp_train_lora(ctx), 1.0f, &handle, &err); // generate with it
+ *
  * Every fallible call returns a wisp_status and fills the optional
  * wisp_error with a message. */
 #ifndef WISP_H
@@ -28,10 +39,13 @@
 #include "exec.h"
 #include "gguf.h"
 #include "kernels.h"
+#include "lora.h"
 #include "model.h"
 #include "sampler.h"
+#include "sink.h"
 #include "status.h"
 #include "tokenizer.h"
+#include "train_config.h"
 #include "types.h"
 
 #define WISP_VERSION "0.1.0"
@@ -44,6 +58,9 @@ typedef struct wisp_config {
     uint32_t max_text_bytes; /* longest text wisp_tokenize_text accepts; 0: 4096 */
     const wisp_kernels *kernels; /* NULL: the scalar reference */
     wisp_threads threads;    /* n_threads sizes per-thread scratch */
+    int32_t max_adapters;    /* LoRA adapters attachable at once (plan part "adapters"); 0: none */
+    int32_t max_lora_rank;   /* largest rank an attached adapter may have; 0 with adapters: 64 */
+    wisp_train_config train; /* LoRA fine-tuning; off while train.seq_len is 0 (train_config.h) */
 } wisp_config;
 
 typedef struct wisp_memory_plan {
@@ -94,5 +111,72 @@ void wisp_rewind(wisp_ctx *ctx, int32_t n);
 /* Pick the next token from the last logits. `history` (may be NULL) feeds
  * the repetition penalty. Uses the context's candidate scratch. */
 int32_t wisp_sample(wisp_ctx *ctx, wisp_sampler *s, const int32_t *history, size_t n_history);
+
+/* ---- LoRA adapters at inference ------------------------------------------
+ * An attached adapter adds user_scale * pair.scale * B (A x) after each
+ * projection it adapts; several attached adapters add up, and attaching,
+ * rescaling or detaching never touches the base weights. The adapter is used
+ * in place: `lora`, its pairs and their A/B tensors must stay valid until it
+ * is detached. Attaching checks every pair against the model (layer and
+ * projection in range, n_in/n_out equal to the weight's columns/rows, rank at
+ * most cfg.max_lora_rank, element type F32/F16/BF16) and fails without
+ * changing anything. Handles are positive and never reused within a context. */
+wisp_status wisp_adapter_attach(wisp_ctx *ctx, const wisp_lora *lora, float scale, int32_t *handle, wisp_error *err);
+wisp_status wisp_adapter_set_scale(wisp_ctx *ctx, int32_t handle, float scale, wisp_error *err);
+wisp_status wisp_adapter_detach(wisp_ctx *ctx, int32_t handle, wisp_error *err);
+/* Adapters attached now. */
+int32_t wisp_adapter_count(const wisp_ctx *ctx);
+
+/* ---- LoRA fine-tuning (cfg.train.seq_len > 0) ------------------------------
+ * The context owns one trainable F32 adapter on the chosen projections (A
+ * seeded uniform in +-1/sqrt(n_in), B zero: PEFT's initialisation), its
+ * gradients, optimizer moments, saved activations and scratch, all planned.
+ * A training context also plans one adapter slot (and max_lora_rank >= rank)
+ * so wisp_train_lora() can be attached for generation in the same context.
+ *
+ * Batches: `tokens` holds n_seq (1..micro_batch) windows of seq_len + 1 ids,
+ * back to back. The model reads ids 0..seq_len-1 of each window and is scored
+ * on predicting ids 1..seq_len; `loss_mask` (same layout, NULL: all scored)
+ * says which of those targets count (mask[0] of a window is ignored). The
+ * loss is the mean cross-entropy over scored targets.
+ *
+ *   for each step: grad_accum x wisp_train_micro_step(); wisp_train_optimizer_step();
+ *
+ * A micro-step adds the gradient of its mean loss to the accumulated
+ * gradients; the optimizer step averages them over the micro-steps since the
+ * last one (as Hugging Face's Trainer does), clips, updates and clears them. */
+wisp_status wisp_train_micro_step(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
+                                  double *loss, int32_t *n_scored, wisp_error *err);
+wisp_status wisp_train_optimizer_step(wisp_ctx *ctx, wisp_train_step_info *info, wisp_error *err);
+/* The same loss without dropout, gradients or any change to the state. */
+wisp_status wisp_train_eval(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
+                            double *loss, int32_t *n_scored, wisp_error *err);
+
+/* The trainable adapter as a wisp_lora (F32, PEFT orientation, in the arena;
+ * valid for the context's life), and its accumulated gradients in the same
+ * form (dA in `a`, dB in `b`; multiplied by the loss scale when act_type is
+ * F16). NULL when the context does not train. */
+const wisp_lora *wisp_train_lora(const wisp_ctx *ctx);
+const wisp_lora *wisp_train_gradients(const wisp_ctx *ctx);
+/* Copy A and B from `src` (F32/F16/BF16) into the trainable adapter: each
+ * src pair must match a trained (layer, projection) with the same rank;
+ * trained pairs that src lacks keep their values. */
+wisp_status wisp_train_set_lora(wisp_ctx *ctx, const wisp_lora *src, wisp_error *err);
+/* The factor wisp_train_gradients() carries: the dynamic loss scale with
+ * F16 storage, 1 otherwise. */
+float wisp_train_loss_scale(const wisp_ctx *ctx);
+/* Optimizer steps done. */
+int64_t wisp_train_steps(const wisp_ctx *ctx);
+/* The learning rate of optimizer step `step` (0-based) under config `c`. */
+float wisp_train_lr_at(const wisp_train_config *c, int64_t step);
+
+/* Training state (adapter, optimizer moments, step counters, loss scale;
+ * the dropout stream follows from the seed and counters) as bytes, between
+ * optimizer steps. Loading it into a context planned with the same shapes
+ * continues bit-identically. The caller adds its own data cursor. */
+size_t wisp_train_state_bytes(const wisp_ctx *ctx);
+wisp_status wisp_train_state_save(const wisp_ctx *ctx, wisp_sink *sink, wisp_error *err);
+/* Reads one state from `bytes` and reports the bytes it used. */
+wisp_status wisp_train_state_load(wisp_ctx *ctx, const void *bytes, size_t n, size_t *used, wisp_error *err);
 
 #endif

@@ -29,17 +29,16 @@ fi
 
 echo "== 1. generate with $(basename "$model")"
 "$wisp" run -m "$model" -p "Once upon a time" -n 64 --temp 0
-if ! "$wisp" finetune --help >/dev/null 2>&1; then
-    echo "(this build has no fine-tuning yet)"
-    exit 0
-fi
 if [ ! -f "$data" ]; then
     echo "No training text at $data: pass DATA=/path/to/text.txt" >&2
     exit 2
 fi
 out=$here/build/demo-adapter
 echo "== 2. fine-tune a rank-8 LoRA on $(basename "$data")"
-"$wisp" finetune -m "$model" --data "$data" --val-split 0.05 --rank 8 --ctx 128 --steps ${STEPS:-300} -o "$out"
-echo "== 3. generate with the adapter"
-"$wisp" run -m "$model" --lora "$out/adapter.gguf" -p "Once upon a time" -n 64 --temp 0
+"$wisp" finetune -m "$model" --data "$data" --val-split 0.05 --rank 8 --ctx 128 --batch 8 \
+    --steps ${STEPS:-300} --eval-every 100 -o "$out" --overwrite
+echo "== 3. the same model, without and with the adapter"
+"$wisp" run -m "$model" -p "ROMEO:" -n 64 --seed 1 -q
+echo "-- with the adapter:"
+"$wisp" run -m "$model" --lora "$out/adapter.gguf" -p "ROMEO:" -n 64 --seed 1 -q
 echo "adapter, config, log and loss curve: $out"

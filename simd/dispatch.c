@@ -2,6 +2,8 @@
 #include <string.h>
 
 #include "simd.h"
+#include "vec128.h"
+#include "x86.h"
 
 typedef struct level {
     const char *name;
@@ -16,8 +18,35 @@ static bool always(const wisp_cpu_features *cpu) {
 
 static const wisp_kernels *scalar_table(void) { return wisp_kernels_reference(); }
 
+#if WISP_HAVE_X86
+static bool has_avx512(const wisp_cpu_features *cpu) { return cpu->avx512 && cpu->avx2_fma; }
+static bool has_avx2(const wisp_cpu_features *cpu) { return cpu->avx2_fma; }
+#endif
+#if WISP_HAVE_NEON
+static bool has_neon(const wisp_cpu_features *cpu) { return cpu->neon; }
+#endif
+#if WISP_HAVE_NEON_DOTPROD
+static bool has_neon_dotprod(const wisp_cpu_features *cpu) { return cpu->neon && cpu->dotprod; }
+#endif
+#if WISP_HAVE_WASM_SIMD128
+static bool has_wasm_simd128(const wisp_cpu_features *cpu) { return cpu->wasm_simd128; }
+#endif
+
 /* Best first; the scalar reference is always last. */
 static const level levels[] = {
+#if WISP_HAVE_X86
+    {"avx512", has_avx512, wisp_kernels_avx512},
+    {"avx2", has_avx2, wisp_kernels_avx2},
+#endif
+#if WISP_HAVE_NEON_DOTPROD
+    {"neon-dotprod", has_neon_dotprod, wisp_kernels_neon_dotprod},
+#endif
+#if WISP_HAVE_NEON
+    {"neon", has_neon, wisp_kernels_neon},
+#endif
+#if WISP_HAVE_WASM_SIMD128
+    {"wasm-simd128", has_wasm_simd128, wisp_kernels_wasm_simd128},
+#endif
     {"scalar", always, scalar_table},
 };
 
@@ -35,7 +64,10 @@ wisp_status wisp_simd_select(const wisp_cpu_features *cpu, const char *name, con
     bool automatic = !name || !*name || strcmp(name, "auto") == 0;
     for (int i = 0; i < N_LEVELS; i++) {
         if (!automatic && strcmp(levels[i].name, name) != 0) continue;
-        if (!levels[i].usable(cpu)) break;
+        if (!levels[i].usable(cpu)) {
+            if (automatic) continue; /* the best level this CPU has is further down */
+            break;
+        }
         *out = levels[i].table();
         return WISP_OK;
     }
@@ -44,5 +76,5 @@ wisp_status wisp_simd_select(const wisp_cpu_features *cpu, const char *name, con
     list[0] = 0;
     for (int i = 0; i < N_LEVELS; i++)
         if (levels[i].usable(cpu)) n += wisp_format(list + n, sizeof list - n, "%s%s", n ? ", " : "", levels[i].name);
-    return wisp_fail(err, WISP_ERR_UNSUPPORTED, "kernel level '%s' is not available here (available: %s)", name, list);
+    return wisp_fail(err, WISP_ERR_UNSUPPORTED, "kernel level '%s' is not available here (available: %s)", automatic ? "auto" : name, list);
 }

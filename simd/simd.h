@@ -15,7 +15,7 @@
 
 typedef struct wisp_cpu_features {
     bool avx2_fma;     /* x86: AVX2 + FMA + F16C */
-    bool avx512;       /* x86: AVX-512 F/BW/VL + VNNI */
+    bool avx512;       /* x86: AVX-512 F/BW/VL/DQ + VNNI */
     bool avx512_bf16;  /* x86: AVX512_BF16 */
     bool neon;         /* ARM: Advanced SIMD */
     bool dotprod;      /* aarch64: SDOT/UDOT (HWCAP_ASIMDDP) */

@@ -1,10 +1,32 @@
 /* libFuzzer harness: arbitrary bytes as a GGUF model. Parse, walk every
  * pair and tensor, read hyperparameters, plan, and when the plan is small,
- * initialise a context (tokenizer tables included) and run one token. */
+ * initialise a context (tokenizer tables included) and run a few tokens,
+ * with the scalar reference kernels or (inputs of odd length) the best SIMD
+ * level this CPU has, so hostile shapes reach the fast paths too. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "simd.h"
 #include "wisp.h"
+
+static const wisp_kernels *best_kernels(void) {
+    static const wisp_kernels *best;
+    static bool done;
+    if (!done) {
+        wisp_cpu_features cpu = {0};
+#if defined(__x86_64__)
+        cpu.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        cpu.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                     __builtin_cpu_supports("avx512vnni");
+        cpu.avx512_bf16 = cpu.avx512 && __builtin_cpu_supports("avx512bf16");
+#endif
+        wisp_error err;
+        if (wisp_simd_select(&cpu, NULL, &best, &err)) best = NULL;
+        done = true;
+    }
+    return best;
+}
 
 #define MAX_ARENA (8u << 20)
 
@@ -35,6 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cfg.n_ctx = 8;
         cfg.n_batch = 4;
         cfg.max_text_bytes = 64;
+        cfg.kernels = size & 1 ? best_kernels() : NULL;
         wisp_memory_plan plan;
         if (wisp_plan(&g, &cfg, &plan, &err) == WISP_OK && plan.total <= MAX_ARENA) {
             void *arena = aligned_alloc(64, (plan.total + 64) & ~(size_t)63);

@@ -1,24 +1,124 @@
 #!/usr/bin/env bash
 # run.sh FUZZ_DIR SECONDS NAME...: seed each harness's corpus from ../shared
-# (at run time: nothing is committed) plus hand-made cases, run it for
-# SECONDS, and print executions and findings. Exits 1 if any harness crashed.
+# (at run time: nothing is committed) plus small cases made here (tiny
+# models and adapters written by the project's own tools, hand-written JSON),
+# run it for SECONDS, and print executions and findings. Exits 1 if any
+# harness crashed; a reproducer is then left in FUZZ_DIR/crashes/NAME.
+# Environment: WISP_SHARED (reference folder), TOOLS (built test tools),
+# WISP (the CLI, for PEFT exports of the tiny adapters).
 set -u
-dir=$1; secs=$2; shift 2
-S=${WISP_SHARED:-../shared}
+mkdir -p "$1"
+dir=$(realpath "$1"); secs=$2; shift 2
+names=("$@")
+# absolute paths: each harness runs inside its crashes folder
+S=$(realpath -m "${WISP_SHARED:-../shared}")
+T=$(realpath "${TOOLS:?set TOOLS to the built test tools}")
+W=$(realpath "${WISP:?set WISP to the wisp binary}")
+seeds="$dir/seeds"
 status=0; total=0
-seed() { # seed NAME FILE...: link existing reference files into the corpus
+mkdir -p "$seeds"
+
+seed() { # seed NAME FILE...: link existing files into the corpus
     local c="$dir/corpus/$1"; shift
     for f in "$@"; do [ -f "$f" ] && ln -sf "$(realpath "$f")" "$c/seed-$(basename "$f")"; done
 }
-for name in "$@"; do
+le32() { # le32 N: N as 4 little-endian bytes
+    printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)))"
+}
+lenprefixed() { # lenprefixed A B > OUT: 4-byte length of A, A, then B (the PEFT harness's layout)
+    le32 "$(stat -c %s "$1")"; cat "$1" "$2"
+}
+
+# ---- small valid inputs, made fresh each run -------------------------------
+# Tiny models: kilobytes instead of megabytes, so the GGUF harness runs the
+# whole path (parse, plan, init, a token) thousands of times a second.
+for spec in "llama f32" "llama q8_0" "llama q4_0" "llama q4_k_m" "qwen2 f16" "qwen2 bf16"; do
+    set -- $spec
+    "$T/tiny_model" "$seeds/tiny-$1-$2.gguf" $1 $2 || { echo "FAIL  cannot make tiny model $spec"; exit 1; }
+done
+base_tiny="$seeds/tiny-llama-f32.gguf" base_qwen="$seeds/tiny-qwen2-f16.gguf"
+# Tiny adapters for those bases, as GGUF LoRA and as PEFT folders
+"$T/lora_fixture" "$base_tiny" "$seeds/lora-tiny-r2.gguf" --rank 2 2>/dev/null
+"$T/lora_fixture" "$base_tiny" "$seeds/lora-tiny-mixed-f16.gguf" --mixed --type f16 --rslora 2>/dev/null
+"$T/lora_fixture" "$base_qwen" "$seeds/lora-qwen-bf16.gguf" --rank 3 --type bf16 --targets 5 2>/dev/null
+rm -rf "$seeds/peft-tiny" "$seeds/peft-qwen"
+"$W" export "$seeds/lora-tiny-mixed-f16.gguf" --to peft -m "$base_tiny" -o "$seeds/peft-tiny" 2>/dev/null
+"$W" export "$seeds/lora-qwen-bf16.gguf" --to peft -m "$base_qwen" -o "$seeds/peft-qwen" 2>/dev/null
+for p in peft-tiny peft-qwen; do
+    [ -f "$seeds/$p/adapter_model.safetensors" ] &&
+        lenprefixed "$seeds/$p/adapter_config.json" "$seeds/$p/adapter_model.safetensors" > "$seeds/$p.peft"
+done
+golden=$S/golden/adapters/stories260K-r4
+[ -f "$golden/peft/adapter_config.json" ] &&
+    lenprefixed "$golden/peft/adapter_config.json" "$golden/peft/adapter_model.safetensors" > "$seeds/golden.peft"
+# A minimal safetensors file: header, one F16 tensor, metadata
+h='{"w":{"dtype":"F16","shape":[2,2],"data_offsets":[0,8]},"__metadata__":{"format":"pt"}}'
+{ le32 ${#h}; le32 0; printf '%s' "$h"; printf '\x00\x3c\x00\x40\x00\x42\x00\x44'; } > "$seeds/min.safetensors"
+# A minimal llama2.c checkpoint (dim 8, 1 layer, 2 heads, vocab 4, seq 4: zeros) and its tokenizer,
+# in the llama2c harness's layout: 4-byte split, checkpoint, tokenizer
+{ for v in 8 16 1 2 2 4 4; do le32 $v; done; head -c $((712 * 4)) /dev/zero; } > "$seeds/min-llama2c.bin"
+{ le32 3; for t in '<unk>' '<s>' '</s>' 'a'; do le32 0; le32 ${#t}; printf '%s' "$t"; done; } > "$seeds/min-tok.bin"
+{ le32 "$(stat -c %s "$seeds/min-llama2c.bin")"; cat "$seeds/min-llama2c.bin" "$seeds/min-tok.bin"; } > "$seeds/min.llama2c"
+# tokenizer.json: a byte-level BPE and a SentencePiece-style BPE (byte fallback, "▁" prefix),
+# the second with a tokenizer_config.json after a NUL byte
+cat > "$seeds/bpe.tokenizer.json" <<'EOF'
+{"added_tokens": [{"id": 0, "content": "<|endoftext|>", "special": true}],
+ "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": true},
+   {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}]},
+ "post_processor": null, "decoder": {"type": "ByteLevel"},
+ "model": {"type": "BPE", "unk_token": null, "byte_fallback": false,
+   "vocab": {"<|endoftext|>": 0, "H": 1, "e": 2, "l": 3, "o": 4, "\u0120": 5, "w": 6, "r": 7, "d": 8, "1": 9,
+             "He": 10, "ll": 11, "Hell": 12, "Hello": 13, "\u0120w": 14},
+   "merges": ["H e", "l l", "He ll", "Hell o", ["\u0120", "w"]]}}
+EOF
+{ cat <<'EOF'
+{"normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+   {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+ "pre_tokenizer": null, "decoder": {"type": "Sequence", "decoders": [{"type": "ByteFallback"}]},
+ "added_tokens": [{"id": 1, "content": "<s>", "special": true}, {"id": 2, "content": "</s>", "special": true}],
+ "model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>",
+   "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "<0x0A>": 3, "<0x41>": 4, "\u2581": 5, "a": 6, "b": 7, "\u2581a": 8, "ab": 9},
+   "merges": ["\u2581 a", "a b"]}}
+EOF
+  printf '\0{"bos_token": "<s>", "eos_token": {"content": "</s>"}, "add_bos_token": true, "chat_template": "{{ x }}"}'
+} > "$seeds/spm.tokenizer.json"
+# A reduced copy of SmolLM2's real tokenizer.json (its first 400 ids and the merges among them),
+# when Debian's python3 is there to cut it
+if [ -f "$S/models/tokenizers/smollm2/tokenizer.json" ] && [ -x /usr/bin/python3 ]; then
+    /usr/bin/python3 - "$S/models/tokenizers/smollm2/tokenizer.json" "$seeds/smollm2-400.tokenizer.json" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1], encoding="utf-8"))
+vocab = {k: v for k, v in t["model"]["vocab"].items() if v < 400}
+def parts(m): return m.split(" ") if isinstance(m, str) else m
+t["model"]["vocab"] = vocab
+t["model"]["merges"] = [m for m in t["model"]["merges"] if all(p in vocab for p in parts(m)) and "".join(parts(m)) in vocab]
+t["added_tokens"] = [a for a in t["added_tokens"] if a["id"] < 400]
+json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
+EOF
+fi
+# Training data: option byte, then the file (0x00: plain text, one document, 1-token windows ...)
+if [ -f "$S/data/tinyshakespeare.txt" ]; then
+    { printf '\x20'; head -c 1500 "$S/data/tinyshakespeare.txt"; } > "$seeds/shakespeare.text"
+    { printf '\x4a'; head -c 1500 "$S/data/tinyshakespeare.txt"; } > "$seeds/shakespeare-blank.text"
+fi
+{ printf '\x2d'; printf '%s\n' '{"prompt": "Q: Who?\nA:", "completion": " Romeo."}' '' \
+    '{"instruction": "Name a king.", "input": "", "output": "Lear"}' \
+    '{"instruction": "Reply.", "input": "Good \"morrow\"\u00e9", "output": "Good morrow."}'; } > "$seeds/records.jsonl"
+printf '\xff\xff\xff\xff' > "$seeds/state-whole"
+printf '\x5c\x00\x00\x00' > "$seeds/state-header"
+printf '\xff\xff\xff\xff\x10\x00\x02\x50\x00\xff' > "$seeds/state-edit"
+
+# ---- the harnesses ----------------------------------------------------------
+for name in "${names[@]}"; do
     c="$dir/corpus/$name"
     mkdir -p "$c" "$dir/crashes/$name"
     opts=()
     case $name in
         fuzz_gguf)
-            seed "$name" "$S/models/stories260K.gguf" "$S"/models/tokenizers/llamacpp-vocab/ggml-vocab-{llama-spm,bert-bge}.gguf
+            seed "$name" "$seeds"/tiny-*.gguf "$S/models/stories260K.gguf" "$S/models/llama-2-tiny-random.gguf"
             printf 'GGUF\003\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' > "$c/min-empty"
-            opts+=(-max_len=1300000 -rss_limit_mb=4096) ;;
+            # a 128 KiB cap: every tiny model fits whole; larger seeds still feed the header paths
+            opts+=(-max_len=131072 -rss_limit_mb=4096) ;;
         fuzz_json)
             seed "$name" "$S/golden/adapters/stories260K-r4/peft/adapter_config.json" "$S/models/tokenizers/smollm2/config.json"
             printf '{"a":[1,2.5e-3,true,null,"x\\u00e9"],"b":{}}' > "$c/min-doc"
@@ -29,16 +129,41 @@ for name in "$@"; do
             opts+=(-max_len=4096) ;;
         fuzz_llama2c)
             if [ -f "$S/models/stories260K.bin" ]; then
-                size=$(stat -c %s "$S/models/stories260K.bin")
-                { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $((size & 255)) $(((size >> 8) & 255)) $(((size >> 16) & 255)) $(((size >> 24) & 255)))"
-                  cat "$S/models/stories260K.bin" "$S/models/tok512.bin"; } > "$c/seed-stories260K"
+                { le32 "$(stat -c %s "$S/models/stories260K.bin")"; cat "$S/models/stories260K.bin" "$S/models/tok512.bin"; } > "$c/seed-stories260K"
             fi
+            seed "$name" "$seeds/min.llama2c"
             opts+=(-max_len=1100000) ;;
+        fuzz_safetensors)
+            seed "$name" "$seeds/min.safetensors" "$seeds"/peft-*/adapter_model.safetensors
+            [ -f "$golden/peft/adapter_model.safetensors" ] && ln -sf "$(realpath "$golden/peft/adapter_model.safetensors")" "$c/seed-golden.safetensors"
+            opts+=(-max_len=131072 -dict="$PWD/tests/fuzz/json.dict") ;;
+        fuzz_peft)
+            export WISP_FUZZ_BASES="$base_tiny:$base_qwen"
+            [ -f "$S/models/stories260K.gguf" ] && WISP_FUZZ_BASES+=":$S/models/stories260K.gguf"
+            seed "$name" "$seeds"/*.peft
+            opts+=(-max_len=131072 -dict="$PWD/tests/fuzz/json.dict") ;;
+        fuzz_lora_gguf)
+            export WISP_FUZZ_BASES="$base_tiny:$base_qwen"
+            [ -f "$S/models/stories260K.gguf" ] && WISP_FUZZ_BASES+=":$S/models/stories260K.gguf"
+            seed "$name" "$seeds"/lora-*.gguf "$golden/adapter.gguf"
+            opts+=(-max_len=131072) ;;
+        fuzz_hf_tokenizer)
+            seed "$name" "$seeds"/*.tokenizer.json
+            opts+=(-max_len=131072 -dict="$PWD/tests/fuzz/json.dict") ;;
+        fuzz_train_data)
+            export WISP_FUZZ_VOCAB="$S/models/stories260K.gguf"
+            [ -f "$WISP_FUZZ_VOCAB" ] || export WISP_FUZZ_VOCAB="$base_tiny"
+            seed "$name" "$seeds"/*.text "$seeds/records.jsonl"
+            opts+=(-max_len=8192 -dict="$PWD/tests/fuzz/json.dict") ;;
+        fuzz_train_state)
+            export WISP_FUZZ_BASES="$base_tiny"
+            seed "$name" "$seeds"/state-*
+            opts+=(-max_len=4096) ;;
     esac
-    [ -n "$(ls -A "$c")" ] || echo "note: $name has no reference seeds (../shared missing?); starting from hand-made cases only"
+    [ -n "$(ls -A "$c")" ] || echo "note: $name has no seeds (../shared missing?); starting from an empty corpus"
     log="$dir/$name.log"
-    (cd "$dir/crashes/$name" && "$OLDPWD/$dir/$name" "${opts[@]}" -max_total_time="$secs" -print_final_stats=1 \
-        -timeout=20 "$OLDPWD/$c" ) > "$log" 2>&1
+    (cd "$dir/crashes/$name" && "$dir/$name" "${opts[@]}" -max_total_time="$secs" -print_final_stats=1 \
+        -timeout=20 "$c" ) > "$log" 2>&1
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     total=$((total + ${execs:-0}))
@@ -47,7 +172,8 @@ for name in "$@"; do
         echo "FAIL  $name: exit $rc after ${execs:-?} executions; reproducer in $dir/crashes/$name"
         grep -m5 -E "ERROR|SUMMARY|runtime error" "$log" | sed 's/^/      | /'
     else
-        echo "PASS  $name: ${execs:-?} executions in ${secs}s, no crash, corpus $(ls "$c" | wc -l) inputs"
+        printf 'PASS  %-18s %9s executions in %ss (%s/s), corpus %s inputs\n' "$name" "${execs:-?}" "$secs" \
+            "$(( ${execs:-0} / (secs > 0 ? secs : 1) ))" "$(ls "$c" | wc -l)"
     fi
 done
 echo "fuzz: $total executions in total"

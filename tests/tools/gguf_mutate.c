@@ -5,6 +5,9 @@
  *   shape TENSOR        add 1 to ne[1] (or ne[0] for vectors) of TENSOR
  *   type TENSOR ID      change TENSOR's type id
  *   u32 KEY VALUE       overwrite an integer metadata value in place
+ *   nan TENSOR INDEX    make element INDEX of TENSOR a NaN (for a quantized
+ *   inf TENSOR INDEX    type: the fp16 scale d of the block holding it, so
+ *                       the whole block dequantizes to NaN / Inf)
  * Works on a copy; IN is never modified. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include "check.h"
 #include "gguf.h"
 #include "half.h"
+#include "types.h"
 
 static uint64_t rng_state;
 static uint64_t next_rand(void) {
@@ -20,6 +24,40 @@ static uint64_t next_rand(void) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+/* Byte offset, within a block, of the fp16 scale d of each block type. */
+static int scale_offset(int type) {
+    switch (type) {
+    case WISP_TYPE_Q4_0: case WISP_TYPE_Q4_1: case WISP_TYPE_Q5_0: case WISP_TYPE_Q5_1: case WISP_TYPE_Q8_0:
+    case WISP_TYPE_Q4_K: case WISP_TYPE_Q5_K: case WISP_TYPE_IQ4_NL: return 0;
+    case WISP_TYPE_Q2_K: return 80;
+    case WISP_TYPE_Q3_K: return 108;
+    case WISP_TYPE_Q6_K: return 208;
+    default: return -1;
+    }
+}
+
+/* Write a NaN or an Inf over element `index` of tensor `t` (inside b). */
+static bool poison(unsigned char *b, const wisp_gguf *g, const wisp_gguf_tensor *t, uint64_t index, bool nan) {
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++) n *= (uint64_t)t->ne[d];
+    if (index >= n) return false;
+    unsigned char *data = b + ((const uint8_t *)t->data - g->bytes);
+    if (t->type == WISP_TYPE_F32) {
+        wisp_store_u32(data + 4 * index, nan ? 0x7fc00000u : 0x7f800000u);
+    } else if (t->type == WISP_TYPE_F16) {
+        wisp_store_u16(data + 2 * index, nan ? 0x7e00u : 0x7c00u);
+    } else if (t->type == WISP_TYPE_BF16) {
+        wisp_store_u16(data + 2 * index, nan ? 0x7fc0u : 0x7f80u);
+    } else {
+        const wisp_type_info *ti = wisp_type_info_of((int)t->type);
+        int off = scale_offset((int)t->type);
+        if (!ti || off < 0) return false;
+        wisp_store_u16(data + index / (uint64_t)ti->block_elems * (uint64_t)ti->block_bytes + (uint64_t)off,
+                       nan ? 0x7e00u : 0x7c00u);
+    }
+    return true;
 }
 
 /* Offset of the ne[] fields of a tensor info (the reader gives us the name pointer). */
@@ -70,6 +108,12 @@ int main(int argc, char **argv) {
         wisp_gguf_kv kv;
         if (!wisp_gguf_find_kv(&g, argv[4], &kv) || kv.value_bytes != 4) { fprintf(stderr, "no u32 key %s\n", argv[4]); return 1; }
         wisp_store_u32(b + (kv.value - g.bytes), (uint32_t)strtoul(argv[5], NULL, 10));
+    } else if ((strcmp(mode, "nan") == 0 || strcmp(mode, "inf") == 0) && argc == 6 && parsed) {
+        wisp_gguf_tensor t;
+        if (!wisp_gguf_find_tensor(&g, argv[4], &t) || !poison(b, &g, &t, strtoull(argv[5], NULL, 10), mode[0] == 'n')) {
+            fprintf(stderr, "no tensor %s, index out of range, or a type without a block scale\n", argv[4]);
+            return 1;
+        }
     } else {
         fprintf(stderr, "bad mode or arguments (or the input does not parse)\n");
         return 2;

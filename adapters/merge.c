@@ -1,0 +1,48 @@
+#include "merge.h"
+
+#include "half.h"
+#include "types.h"
+
+int wisp_merge_terms_for(const wisp_lora *const *adapters, const float *user_scales, int n_adapters, int32_t layer,
+                         int proj, wisp_merge_term *terms, int cap) {
+    int n = 0;
+    for (int i = 0; i < n_adapters; i++) {
+        const wisp_lora *l = adapters[i];
+        for (int32_t k = 0; k < l->n_pairs; k++) {
+            const wisp_lora_pair *p = &l->pairs[k];
+            if (p->layer != layer || p->proj != proj) continue;
+            if (n < cap) {
+                terms[n].pair = p;
+                terms[n].scale = (user_scales ? user_scales[i] : 1.0f) * p->scale;
+            }
+            n++;
+            break; /* validated adapters adapt each projection once */
+        }
+    }
+    return n < cap ? n : cap;
+}
+
+static float element(const void *data, int type, size_t i) {
+    const uint8_t *b = data;
+    if (type == WISP_TYPE_F32) return wisp_load_f32(b + 4 * i);
+    if (type == WISP_TYPE_F16) return wisp_f16_to_f32(wisp_load_u16(b + 2 * i));
+    return wisp_bf16_to_f32(wisp_load_u16(b + 2 * i));
+}
+
+void wisp_merge_add_row(const wisp_merge_term *terms, int n_terms, int64_t row, float *w) {
+    for (int t = 0; t < n_terms; t++) {
+        const wisp_lora_pair *p = terms[t].pair;
+        const size_t n_in = (size_t)p->n_in;
+        for (int32_t k = 0; k < p->rank; k++) {
+            const float coef = terms[t].scale * element(p->b, p->type, (size_t)row * (size_t)p->rank + (size_t)k);
+            if (coef == 0.0f) continue;
+            const size_t base = (size_t)k * n_in;
+            if (p->type == WISP_TYPE_F32) {
+                const uint8_t *a = (const uint8_t *)p->a + 4 * base;
+                for (size_t c = 0; c < n_in; c++) w[c] += coef * wisp_load_f32(a + 4 * c);
+            } else {
+                for (size_t c = 0; c < n_in; c++) w[c] += coef * element(p->a, p->type, base + c);
+            }
+        }
+    }
+}

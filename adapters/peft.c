@@ -1,0 +1,677 @@
+#include "peft.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "half.h"
+#include "lora_layout.h"
+#include "types.h"
+
+#define SHOWN 120 /* longest piece of a hostile name quoted in a message */
+
+static int shown(size_t len) { return (int)(len > SHOWN ? SHOWN : len); }
+
+static size_t round8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+static void add_note(wisp_peft_notes *notes, const char *fmt, ...) {
+    if (notes->n >= WISP_PEFT_MAX_NOTES) {
+        notes->dropped++;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    wisp_vformat(notes->text[notes->n++], WISP_PEFT_NOTE_MAX, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- adapter_config.json ------------------------------------------------ */
+
+static bool is_null_or_empty(const wisp_json *j, int64_t v) {
+    if (v < 0 || wisp_json_is(j, v, WISP_JSON_NULL)) return true;
+    if ((wisp_json_is(j, v, WISP_JSON_ARRAY) || wisp_json_is(j, v, WISP_JSON_OBJECT)) && j->nodes[v].count == 0)
+        return true;
+    return false;
+}
+
+static bool is_false_or_null(const wisp_json *j, int64_t v) {
+    return v < 0 || wisp_json_is(j, v, WISP_JSON_NULL) || wisp_json_is(j, v, WISP_JSON_FALSE);
+}
+
+/* Fields that do not change what a saved adapter computes (training, init,
+ * bookkeeping); accepted without comment. */
+static const char *const harmless_fields[] = {
+    "lora_dropout", "inference_mode", "init_lora_weights", "revision", "auto_mapping", "loftq_config",
+    "eva_config", "corda_config", "megatron_config", "megatron_core", "runtime_config", "exclude_modules",
+    "layers_pattern", "qalora_group_size", "ensure_weight_tying", "peft_version", NULL};
+
+/* Fields whose non-default value means semantics wisp does not implement. */
+typedef struct refused_field {
+    const char *name;
+    bool (*is_default)(const wisp_json *j, int64_t v);
+    const char *why;
+} refused_field;
+
+static bool bias_is_none(const wisp_json *j, int64_t v) {
+    return v < 0 || wisp_json_is(j, v, WISP_JSON_NULL) || wisp_json_string_eq(j, v, "none");
+}
+
+static const refused_field refused_fields[] = {
+    {"use_dora", is_false_or_null, "DoRA (weight-decomposed LoRA) is not supported"},
+    {"modules_to_save", is_null_or_empty, "fully trained extra modules (modules_to_save) are not supported"},
+    {"bias", bias_is_none, "trained biases (bias other than \"none\") are not supported"},
+    {"fan_in_fan_out", is_false_or_null, "fan_in_fan_out (Conv1D-style weights) does not apply to llama models"},
+    {"lora_bias", is_false_or_null, "a bias on lora_B (lora_bias) is not supported"},
+    {"layer_replication", is_null_or_empty, "layer_replication is not supported"},
+    {"trainable_token_indices", is_null_or_empty, "trainable tokens are not supported"},
+    {"target_parameters", is_null_or_empty, "LoRA on parameters (target_parameters) is not supported"},
+    {"alora_invocation_tokens", is_null_or_empty, "activated LoRA (alora_invocation_tokens) is not supported"},
+    {"use_qalora", is_false_or_null, "QALoRA is not supported"},
+    {"arrow_config", is_null_or_empty, "Arrow routing is not supported"},
+};
+
+static bool only_dot_syntax(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strchr("*+?[](){}|^$\\", s[i])) return false;
+    return true;
+}
+
+/* PEFT's get_pattern_key: re.match(rf"(.*\.)?({pattern})$", name), for
+ * patterns whose only regex syntax is '.', which matches any character. */
+static bool pattern_matches(const char *pat, size_t plen, const char *name, size_t nlen) {
+    if (plen > nlen) return false;
+    size_t start = nlen - plen;
+    if (start > 0 && name[start - 1] != '.') return false;
+    for (size_t i = 0; i < plen; i++)
+        if (pat[i] != '.' && pat[i] != name[start + i]) return false;
+    return true;
+}
+
+/* A pattern object's members: keys with only '.' syntax, values numbers
+ * (integers >= 1 for ranks). */
+static wisp_status check_pattern_object(const wisp_json *j, int64_t obj, const char *field, bool ranks,
+                                        wisp_error *err) {
+    if (!wisp_json_is(j, obj, WISP_JSON_OBJECT))
+        return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: %s must be an object", field);
+    for (int64_t k = wisp_json_first(j, obj); k >= 0; k = wisp_json_next(j, k + 1)) {
+        const wisp_json_node *kn = &j->nodes[k];
+        const char *key = j->text + kn->start;
+        size_t klen = kn->end - kn->start;
+        if (memchr(key, '\\', klen) || !only_dot_syntax(key, klen))
+            return wisp_fail(err, WISP_ERR_UNSUPPORTED,
+                             "adapter_config.json: %s key '%.*s' uses regex syntax; wisp matches module names "
+                             "(with '.' as PEFT's wildcard) only",
+                             field, shown(klen), key);
+        double v;
+        int64_t r;
+        if (ranks ? !wisp_json_int(j, k + 1, &r) || r < 1 || r > 65536
+                  : !wisp_json_number(j, k + 1, &v) || !isfinite(v))
+            return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: %s['%.*s'] must be %s", field, shown(klen),
+                             key, ranks ? "a positive integer" : "a number");
+    }
+    return WISP_OK;
+}
+
+/* The value of the first member of `obj` whose key matches `module`, or -1. */
+static int64_t pattern_lookup(const wisp_json *j, int64_t obj, const char *module) {
+    if (obj < 0) return -1;
+    size_t mlen = strlen(module);
+    for (int64_t k = wisp_json_first(j, obj); k >= 0; k = wisp_json_next(j, k + 1)) {
+        const wisp_json_node *kn = &j->nodes[k];
+        if (pattern_matches(j->text + kn->start, kn->end - kn->start, module, mlen)) return k + 1;
+    }
+    return -1;
+}
+
+static wisp_status read_config(wisp_peft *p, wisp_error *err) {
+    const wisp_json *j = &p->config;
+    wisp_peft_info *info = &p->info;
+    if (!wisp_json_is(j, 0, WISP_JSON_OBJECT))
+        return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json must hold a JSON object");
+    int64_t v = wisp_json_get(j, 0, "peft_type");
+    if (v < 0) return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json has no peft_type: not a PEFT adapter");
+    if (!wisp_json_string_eq(j, v, "LORA")) {
+        char t[32];
+        wisp_json_string(j, v, t, sizeof t);
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "peft_type is '%s'; wisp reads LORA adapters", t);
+    }
+    info->r = 8; /* PEFT's defaults, used when the fields are absent */
+    info->lora_alpha = 8.0;
+    if ((v = wisp_json_get(j, 0, "r")) < 0) add_note(&info->notes, "adapter_config.json: no 'r'; using PEFT's default 8");
+    else {
+        int64_t r;
+        if (!wisp_json_int(j, v, &r) || r < 1 || r > 65536)
+            return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: r must be a positive integer");
+        info->r = (int32_t)r;
+    }
+    if ((v = wisp_json_get(j, 0, "lora_alpha")) < 0)
+        add_note(&info->notes, "adapter_config.json: no 'lora_alpha'; using PEFT's default 8");
+    else if (!wisp_json_number(j, v, &info->lora_alpha) || !isfinite(info->lora_alpha))
+        return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: lora_alpha must be a number");
+    if ((v = wisp_json_get(j, 0, "use_rslora")) >= 0 && !wisp_json_is(j, v, WISP_JSON_NULL) &&
+        !wisp_json_bool(j, v, &info->use_rslora))
+        return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: use_rslora must be true or false");
+    v = wisp_json_get(j, 0, "base_model_name_or_path");
+    if (v >= 0 && !wisp_json_is(j, v, WISP_JSON_NULL)) {
+        if (!wisp_json_is(j, v, WISP_JSON_STRING))
+            return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: base_model_name_or_path must be a string");
+        wisp_json_string(j, v, info->base_model, sizeof info->base_model);
+    }
+    v = wisp_json_get(j, 0, "task_type");
+    if (v >= 0 && !wisp_json_is(j, v, WISP_JSON_NULL)) {
+        if (!wisp_json_is(j, v, WISP_JSON_STRING))
+            return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: task_type must be a string");
+        wisp_json_string(j, v, info->task_type, sizeof info->task_type);
+        if (strcmp(info->task_type, "CAUSAL_LM") != 0)
+            add_note(&info->notes, "adapter_config.json: task_type '%s' (wisp runs causal language models)",
+                     info->task_type);
+    }
+    for (size_t i = 0; i < sizeof refused_fields / sizeof refused_fields[0]; i++) {
+        v = wisp_json_get(j, 0, refused_fields[i].name);
+        if (!refused_fields[i].is_default(j, v))
+            return wisp_fail(err, WISP_ERR_UNSUPPORTED, "adapter_config.json: %s: %s", refused_fields[i].name,
+                             refused_fields[i].why);
+    }
+    wisp_status st;
+    p->rank_pattern = p->alpha_pattern = p->target_modules = p->layers_to_transform = -1;
+    if (!is_null_or_empty(j, v = wisp_json_get(j, 0, "rank_pattern"))) {
+        if ((st = check_pattern_object(j, v, "rank_pattern", true, err))) return st;
+        p->rank_pattern = v;
+    }
+    if (!is_null_or_empty(j, v = wisp_json_get(j, 0, "alpha_pattern"))) {
+        if ((st = check_pattern_object(j, v, "alpha_pattern", false, err))) return st;
+        p->alpha_pattern = v;
+    }
+    v = wisp_json_get(j, 0, "target_modules");
+    if (wisp_json_is(j, v, WISP_JSON_ARRAY)) {
+        for (int64_t e = wisp_json_first(j, v); e >= 0; e = wisp_json_next(j, e))
+            if (!wisp_json_is(j, e, WISP_JSON_STRING))
+                return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: target_modules must list strings");
+        p->target_modules = v;
+    } else if (v >= 0 && !wisp_json_is(j, v, WISP_JSON_NULL) && !wisp_json_is(j, v, WISP_JSON_STRING)) {
+        return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: target_modules must be a list or a string");
+    }
+    v = wisp_json_get(j, 0, "layers_to_transform");
+    if (v >= 0 && !wisp_json_is(j, v, WISP_JSON_NULL)) {
+        bool ok = true;
+        int64_t n;
+        if (wisp_json_is(j, v, WISP_JSON_ARRAY)) {
+            for (int64_t e = wisp_json_first(j, v); e >= 0; e = wisp_json_next(j, e)) ok &= wisp_json_int(j, e, &n);
+        } else {
+            ok = wisp_json_int(j, v, &n);
+        }
+        if (!ok)
+            return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: layers_to_transform must be an integer or a "
+                                                   "list of integers");
+        p->layers_to_transform = v;
+    }
+    /* every other field must be known; unknown ones are reported */
+    static const char *const handled[] = {"peft_type", "r", "lora_alpha", "use_rslora", "base_model_name_or_path",
+                                          "task_type", "rank_pattern", "alpha_pattern", "target_modules",
+                                          "layers_to_transform", NULL};
+    for (int64_t k = wisp_json_first(j, 0); k >= 0; k = wisp_json_next(j, k + 1)) {
+        bool known = false;
+        for (int i = 0; handled[i] && !known; i++) known = wisp_json_string_eq(j, k, handled[i]);
+        for (int i = 0; harmless_fields[i] && !known; i++) known = wisp_json_string_eq(j, k, harmless_fields[i]);
+        for (size_t i = 0; i < sizeof refused_fields / sizeof refused_fields[0] && !known; i++)
+            known = wisp_json_string_eq(j, k, refused_fields[i].name);
+        if (!known) {
+            char name[64];
+            wisp_json_string(j, k, name, sizeof name);
+            add_note(&info->notes, "adapter_config.json: unknown field '%s' ignored", name);
+        }
+    }
+    return WISP_OK;
+}
+
+/* ---- tensor keys -------------------------------------------------------- */
+
+static const char *parent_of(int proj) { return proj <= WISP_PROJ_O ? "self_attn" : "mlp"; }
+
+void wisp_peft_module_name(int32_t layer, int proj, char *buf, size_t cap) {
+    wisp_format(buf, cap, "model.layers.%d.%s.%s", (int)layer, parent_of(proj), wisp_proj_hf_name(proj));
+}
+
+typedef struct key_parts {
+    int32_t layer;
+    int proj;
+    char half; /* 'A' or 'B' */
+} key_parts;
+
+static bool starts(const char *s, size_t n, const char *prefix) {
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+/* "[base_model.model.]model.layers.N.<self_attn|mlp>.<module>.lora_<A|B>.weight" */
+static bool parse_key(const char *s, size_t n, key_parts *k) {
+    size_t pos = starts(s, n, "base_model.model.") ? strlen("base_model.model.") : 0;
+    if (!starts(s + pos, n - pos, "model.layers.")) return false;
+    pos += strlen("model.layers.");
+    int64_t layer = 0;
+    size_t digits = pos;
+    while (pos < n && s[pos] >= '0' && s[pos] <= '9' && pos - digits < 6) layer = layer * 10 + (s[pos++] - '0');
+    if (pos == digits || (pos - digits > 1 && s[digits] == '0') || pos >= n || s[pos] != '.') return false;
+    pos++;
+    for (int p = 0; p < WISP_PROJ_COUNT; p++) {
+        char tail[64];
+        size_t tl = wisp_format(tail, sizeof tail, "%s.%s.", parent_of(p), wisp_proj_hf_name(p));
+        if (!starts(s + pos, n - pos, tail)) continue;
+        size_t rest = pos + tl;
+        if (n - rest == strlen("lora_A.weight") && (starts(s + rest, n - rest, "lora_A.weight") ||
+                                                    starts(s + rest, n - rest, "lora_B.weight"))) {
+            k->layer = (int32_t)layer;
+            k->proj = p;
+            k->half = s[rest + 5];
+            return true;
+        }
+        return false;
+    }
+    return false;
+}
+
+/* Why a key is not something wisp loads. */
+static wisp_status unsupported_key(const char *s, size_t n, wisp_error *err) {
+    const char *why = "is not a LoRA A/B of q/k/v/o/gate/up/down_proj of a llama layer";
+    char buf[SHOWN + 1];
+    size_t m = n < SHOWN ? n : SHOWN;
+    memcpy(buf, s, m);
+    buf[m] = 0;
+    if (strstr(buf, "lora_magnitude_vector")) why = "is a DoRA magnitude, which wisp does not support";
+    else if (strstr(buf, "lora_embedding")) why = "adapts an embedding, which wisp does not support";
+    else if (strstr(buf, "lm_head") || strstr(buf, "embed_tokens")) why = "adapts the embedding or output layer, which wisp does not support";
+    else if (strstr(buf, ".bias")) why = "is a bias, which wisp adapters do not carry";
+    else if (strstr(buf, "lora_A.") || strstr(buf, "lora_B.")) why = "is a LoRA tensor of a module wisp does not adapt";
+    return wisp_fail(err, WISP_ERR_UNSUPPORTED, "adapter_model.safetensors: tensor '%.*s' %s", shown(n), s, why);
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+static wisp_status config_nodes(const char *config, size_t len, size_t *n, wisp_error *err) {
+    wisp_json j;
+    wisp_status st = wisp_json_parse(&j, config, len, NULL, 0, n, err);
+    if (st && st != WISP_ERR_CAPACITY) {
+        wisp_error_prefix(err, "adapter_config.json");
+        return st;
+    }
+    return WISP_OK;
+}
+
+wisp_status wisp_peft_index_bytes(const char *config, size_t config_len, const void *st, size_t st_len, size_t *bytes,
+                                  wisp_error *err) {
+    size_t n_cfg;
+    wisp_st_plan sp;
+    wisp_status s = config_nodes(config, config_len, &n_cfg, err);
+    if (s) return s;
+    if ((s = wisp_st_plan_memory(st, st_len, &sp, err))) {
+        wisp_error_prefix(err, "adapter_model.safetensors");
+        return s;
+    }
+    *bytes = round8(n_cfg * sizeof(wisp_json_node)) + round8(sp.bytes);
+    return WISP_OK;
+}
+
+static int wisp_type_of(const wisp_st_tensor *t) {
+    int ty = wisp_st_dtype_to_wisp(t->dtype);
+    return wisp_lora_elem_bytes(ty) ? ty : -1;
+}
+
+/* Check one A tensor and its B; fill the pair (data pointers into st). */
+static wisp_status check_pair(const wisp_peft *p, const wisp_st_tensor *a, const key_parts *k, wisp_lora_pair *pair,
+                              wisp_error *err) {
+    char bname[512], module[128];
+    if (a->name_len >= sizeof bname)
+        return wisp_fail(err, WISP_ERR_FORMAT, "tensor name '%.*s' is too long", shown(a->name_len), a->name);
+    memcpy(bname, a->name, a->name_len);
+    bname[a->name_len] = 0;
+    bname[a->name_len - strlen("A.weight")] = 'B';
+    wisp_peft_module_name(k->layer, k->proj, module, sizeof module);
+    wisp_st_tensor b;
+    if (!wisp_st_find(&p->st, bname, &b))
+        return wisp_fail(err, WISP_ERR_NOT_FOUND, "adapter_model.safetensors: '%s' has lora_A but no lora_B", module);
+    int ta = wisp_type_of(a), tb = wisp_type_of(&b);
+    if (ta < 0 || ta != tb)
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "%s: lora_A is %s and lora_B is %s; wisp needs both F32, F16 or BF16",
+                         module, wisp_st_dtype_name(a->dtype), wisp_st_dtype_name(b.dtype));
+    if (a->n_dims != 2 || b.n_dims != 2)
+        return wisp_fail(err, WISP_ERR_SHAPE, "%s: lora_A and lora_B must be 2-D (they have %u and %u dims)", module,
+                         a->n_dims, b.n_dims);
+    int64_t r = a->shape[0], in = a->shape[1], out = b.shape[0];
+    if (b.shape[1] != r)
+        return wisp_fail(err, WISP_ERR_SHAPE, "%s: rank mismatch: lora_A is (%lld, %lld) but lora_B is (%lld, %lld)",
+                         module, (long long)r, (long long)in, (long long)b.shape[0], (long long)b.shape[1]);
+    if (r < 1 || r > 65536 || in < 1 || out < 1 || in > (1 << 24) || out > (1 << 24))
+        return wisp_fail(err, WISP_ERR_SHAPE, "%s: implausible shape: rank %lld, in %lld, out %lld", module,
+                         (long long)r, (long long)in, (long long)out);
+    /* the rank the config promises */
+    int64_t want = p->info.r, rp = pattern_lookup(&p->config, p->rank_pattern, module);
+    if (rp >= 0) wisp_json_int(&p->config, rp, &want);
+    if (want != r)
+        return wisp_fail(err, WISP_ERR_SHAPE, "%s: tensors have rank %lld but adapter_config.json says %lld%s", module,
+                         (long long)r, (long long)want, rp >= 0 ? " (rank_pattern)" : " (r)");
+    double alpha = p->info.lora_alpha;
+    int64_t ap = pattern_lookup(&p->config, p->alpha_pattern, module);
+    if (ap >= 0) wisp_json_number(&p->config, ap, &alpha);
+    memset(pair, 0, sizeof *pair);
+    pair->layer = k->layer;
+    pair->proj = k->proj;
+    pair->rank = (int32_t)r;
+    pair->n_in = (int32_t)in;
+    pair->n_out = (int32_t)out;
+    pair->type = ta;
+    pair->a = a->data;
+    pair->b = b.data;
+    pair->alpha = (float)alpha;
+    pair->scale = wisp_lora_scale_of(alpha, pair->rank, p->info.use_rslora);
+    if (!wisp_lora_all_finite(a->data, ta, (size_t)a->n_elements) ||
+        !wisp_lora_all_finite(b.data, ta, (size_t)b.n_elements))
+        return wisp_fail(err, WISP_ERR_NUMERIC, "%s: the adapter holds NaN or infinite values", module);
+    return WISP_OK;
+}
+
+/* The module is listed in target_modules (exactly or as a '.'-suffix) and
+ * its layer in layers_to_transform, when those are lists. */
+static wisp_status check_targeted(const wisp_peft *p, const char *module, int32_t layer, wisp_error *err) {
+    const wisp_json *j = &p->config;
+    if (p->target_modules >= 0) {
+        bool hit = false;
+        size_t ml = strlen(module);
+        for (int64_t e = wisp_json_first(j, p->target_modules); e >= 0 && !hit; e = wisp_json_next(j, e)) {
+            const wisp_json_node *n = &j->nodes[e];
+            size_t len = n->end - n->start;
+            const char *t = j->text + n->start;
+            hit = len <= ml && memcmp(module + ml - len, t, len) == 0 && (len == ml || module[ml - len - 1] == '.');
+        }
+        if (!hit)
+            return wisp_fail(err, WISP_ERR_FORMAT, "adapter has tensors for '%s', which target_modules does not list "
+                                                   "(PEFT would ignore them)",
+                             module);
+    }
+    if (p->layers_to_transform >= 0) {
+        bool hit = false;
+        int64_t n;
+        if (wisp_json_is(j, p->layers_to_transform, WISP_JSON_ARRAY)) {
+            for (int64_t e = wisp_json_first(j, p->layers_to_transform); e >= 0 && !hit; e = wisp_json_next(j, e))
+                hit = wisp_json_int(j, e, &n) && n == layer;
+        } else {
+            hit = wisp_json_int(j, p->layers_to_transform, &n) && n == layer;
+        }
+        if (!hit)
+            return wisp_fail(err, WISP_ERR_FORMAT, "adapter has tensors for layer %d, which layers_to_transform "
+                                                   "excludes",
+                             (int)layer);
+    }
+    return WISP_OK;
+}
+
+/* Walk every tensor: each must be a LoRA A or B we understand. Fills pairs
+ * when `pairs` is non-NULL; counts them and the bytes of rows to move. */
+static wisp_status walk(const wisp_peft *p, wisp_lora_pair *pairs, int32_t *n_pairs, size_t *move_bytes,
+                        wisp_error *err) {
+    int32_t n_a = 0, n_b = 0;
+    size_t moved = 0;
+    for (size_t i = 0; i < p->st.n_tensors; i++) {
+        wisp_st_tensor t;
+        wisp_st_tensor_at(&p->st, i, &t);
+        key_parts k;
+        if (!parse_key(t.name, t.name_len, &k)) return unsupported_key(t.name, t.name_len, err);
+        if (k.half == 'B') {
+            n_b++;
+            continue;
+        }
+        wisp_lora_pair pair;
+        wisp_status st = check_pair(p, &t, &k, &pair, err);
+        if (st) return st;
+        char module[128];
+        wisp_peft_module_name(k.layer, k.proj, module, sizeof module);
+        if ((st = check_targeted(p, module, k.layer, err))) return st;
+        if (wisp_lora_permutes(p->base.arch, pair.proj))
+            moved += round8((size_t)pair.n_out * (size_t)pair.rank * wisp_lora_elem_bytes(pair.type));
+        if (pairs) pairs[n_a] = pair;
+        n_a++;
+    }
+    if (n_a != n_b)
+        return wisp_fail(err, WISP_ERR_FORMAT, "adapter_model.safetensors has %d lora_A but %d lora_B tensors",
+                         (int)n_a, (int)n_b);
+    *n_pairs = n_a;
+    *move_bytes = moved;
+    return WISP_OK;
+}
+
+wisp_status wisp_peft_open(wisp_peft *p, const char *config, size_t config_len, const void *st, size_t st_len,
+                           const wisp_hparams *base, void *index, size_t index_bytes, wisp_error *err) {
+    memset(p, 0, sizeof *p);
+    if (!base) return wisp_fail(err, WISP_ERR_ARG, "reading a PEFT adapter needs the base model's hyperparameters");
+    size_t need;
+    wisp_status s = wisp_peft_index_bytes(config, config_len, st, st_len, &need, err);
+    if (s) return s;
+    if (!index || (uintptr_t)index % 8 || index_bytes < need)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "PEFT index needs %zu bytes (8-byte aligned), got %zu", need,
+                         index_bytes);
+    size_t n_cfg;
+    config_nodes(config, config_len, &n_cfg, err);
+    wisp_json_node *nodes = index;
+    size_t cfg_bytes = round8(n_cfg * sizeof(wisp_json_node));
+    if ((s = wisp_json_parse(&p->config, config, config_len, nodes, n_cfg, NULL, err))) {
+        wisp_error_prefix(err, "adapter_config.json");
+        return s;
+    }
+    if ((s = wisp_st_open(&p->st, st, st_len, (uint8_t *)index + cfg_bytes, index_bytes - cfg_bytes, err))) {
+        wisp_error_prefix(err, "adapter_model.safetensors");
+        return s;
+    }
+    p->base = *base;
+    if ((s = read_config(p, err))) return s;
+    size_t moved;
+    if ((s = walk(p, NULL, &p->n_pairs, &moved, err))) return s;
+    p->lora_bytes = round8((size_t)p->n_pairs * sizeof(wisp_lora_pair)) + moved;
+    return WISP_OK;
+}
+
+/* B rows from HF order (src) to GGUF order (dst). */
+static void rows_to_gguf(const wisp_lora_pair *pair, int32_t head_rows, const uint8_t *src, uint8_t *dst) {
+    size_t row = (size_t)pair->rank * wisp_lora_elem_bytes(pair->type);
+    for (int32_t g = 0; g < pair->n_out; g++)
+        memcpy(dst + (size_t)g * row, src + (size_t)wisp_lora_hf_row(g, head_rows) * row, row);
+}
+
+wisp_status wisp_peft_read(const wisp_peft *p, void *mem, size_t mem_bytes, wisp_lora *out, wisp_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!mem || (uintptr_t)mem % 8 || mem_bytes < p->lora_bytes)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "PEFT adapter needs %zu bytes (8-byte aligned), got %zu",
+                         p->lora_bytes, mem_bytes);
+    wisp_lora_pair *pairs = mem;
+    int32_t n;
+    size_t moved;
+    wisp_status s = walk(p, pairs, &n, &moved, err);
+    if (s) return s;
+    uint8_t *rows = (uint8_t *)mem + round8((size_t)n * sizeof(wisp_lora_pair));
+    int32_t max_rank = 0;
+    for (int32_t i = 0; i < n; i++) {
+        wisp_lora_pair *pair = &pairs[i];
+        if (pair->rank > max_rank) max_rank = pair->rank;
+        if (!wisp_lora_permutes(p->base.arch, pair->proj)) continue;
+        int32_t head_rows = wisp_lora_head_rows(&p->base, pair->proj);
+        if (head_rows < 2 || head_rows % 2 || pair->n_out % head_rows)
+            return wisp_fail(err, WISP_ERR_SHAPE, "blk.%d.%s: %d rows do not split into heads of %d", (int)pair->layer,
+                             wisp_proj_gguf_name(pair->proj), (int)pair->n_out, (int)head_rows);
+        rows_to_gguf(pair, head_rows, pair->b, rows);
+        pair->b = rows;
+        rows += round8((size_t)pair->n_out * (size_t)pair->rank * wisp_lora_elem_bytes(pair->type));
+    }
+    wisp_lora_sort_pairs(pairs, n);
+    out->pairs = pairs;
+    out->n_pairs = n;
+    out->max_rank = max_rank;
+    out->rslora = p->info.use_rslora;
+    return wisp_lora_validate(out, &p->base, "PEFT adapter", err);
+}
+
+/* ---- export ------------------------------------------------------------- */
+
+/* The alpha PEFT needs for a pair to compute the pair's scale. */
+static double export_alpha(const wisp_lora_pair *q, bool rslora) {
+    if (wisp_lora_scale_of(q->alpha, q->rank, rslora) == q->scale) return q->alpha;
+    double a = (double)q->scale * (rslora ? sqrt((double)q->rank) : (double)q->rank);
+    return a;
+}
+
+wisp_status wisp_peft_write_config(const wisp_lora *l, const wisp_hparams *base, const char *base_model, char *buf,
+                                   size_t cap, size_t *len, wisp_error *err) {
+    wisp_status st = wisp_lora_validate(l, base, "adapter to export", err);
+    if (st) return st;
+    if (l->n_pairs == 0) return wisp_fail(err, WISP_ERR_ARG, "the adapter has no pairs to export");
+    const wisp_lora_pair *p0 = &l->pairs[0];
+    const int32_t r0 = p0->rank;
+    const double a0 = export_alpha(p0, l->rslora);
+    /* the adapted set: layers x projections, or an explicit list */
+    bool layer_used[4096] = {0};
+    unsigned proj_mask = 0;
+    int32_t n_layers_used = 0, n_projs = 0;
+    for (int32_t i = 0; i < l->n_pairs; i++) {
+        const wisp_lora_pair *q = &l->pairs[i];
+        if (q->layer >= 4096) return wisp_fail(err, WISP_ERR_ARG, "layer %d is beyond 4096", (int)q->layer);
+        if (!layer_used[q->layer]) n_layers_used++;
+        layer_used[q->layer] = true;
+        proj_mask |= 1u << q->proj;
+    }
+    for (int p = 0; p < WISP_PROJ_COUNT; p++) n_projs += (int)(proj_mask >> p & 1);
+    const bool product = (int64_t)n_layers_used * n_projs == l->n_pairs;
+    const bool all_layers = base ? n_layers_used == base->n_layers : false;
+    char module[128];
+
+    wisp_json_writer w;
+    wisp_jw_init(&w, buf, cap, true);
+    wisp_jw_begin_object(&w); /* keys in sorted order, as PEFT writes them */
+    wisp_jw_key(&w, "alpha_pattern");
+    wisp_jw_begin_object(&w);
+    for (int32_t i = 0; i < l->n_pairs; i++) {
+        double a = export_alpha(&l->pairs[i], l->rslora);
+        if (a == a0) continue;
+        wisp_peft_module_name(l->pairs[i].layer, l->pairs[i].proj, module, sizeof module);
+        wisp_jw_key(&w, module);
+        wisp_jw_double(&w, a, 17);
+    }
+    wisp_jw_end_object(&w);
+    wisp_jw_key(&w, "base_model_name_or_path");
+    if (base_model) wisp_jw_string(&w, base_model);
+    else wisp_jw_null(&w);
+    wisp_jw_key(&w, "bias");
+    wisp_jw_string(&w, "none");
+    wisp_jw_key(&w, "fan_in_fan_out");
+    wisp_jw_bool(&w, false);
+    wisp_jw_key(&w, "inference_mode");
+    wisp_jw_bool(&w, true);
+    wisp_jw_key(&w, "init_lora_weights");
+    wisp_jw_bool(&w, true);
+    wisp_jw_key(&w, "layers_to_transform");
+    if (product && !all_layers) {
+        wisp_jw_begin_array(&w);
+        for (int32_t k = 0; k < 4096; k++)
+            if (layer_used[k]) wisp_jw_int(&w, k);
+        wisp_jw_end_array(&w);
+    } else {
+        wisp_jw_null(&w);
+    }
+    wisp_jw_key(&w, "lora_alpha");
+    wisp_jw_double(&w, a0, 17);
+    wisp_jw_key(&w, "lora_dropout");
+    wisp_jw_double(&w, 0.0, 17);
+    wisp_jw_key(&w, "modules_to_save");
+    wisp_jw_null(&w);
+    wisp_jw_key(&w, "peft_type");
+    wisp_jw_string(&w, "LORA");
+    wisp_jw_key(&w, "r");
+    wisp_jw_int(&w, r0);
+    wisp_jw_key(&w, "rank_pattern");
+    wisp_jw_begin_object(&w);
+    for (int32_t i = 0; i < l->n_pairs; i++) {
+        if (l->pairs[i].rank == r0) continue;
+        wisp_peft_module_name(l->pairs[i].layer, l->pairs[i].proj, module, sizeof module);
+        wisp_jw_key(&w, module);
+        wisp_jw_int(&w, l->pairs[i].rank);
+    }
+    wisp_jw_end_object(&w);
+    wisp_jw_key(&w, "target_modules");
+    wisp_jw_begin_array(&w);
+    if (product) {
+        for (int p = 0; p < WISP_PROJ_COUNT; p++)
+            if (proj_mask >> p & 1) wisp_jw_string(&w, wisp_proj_hf_name(p));
+    } else {
+        for (int32_t i = 0; i < l->n_pairs; i++) {
+            wisp_peft_module_name(l->pairs[i].layer, l->pairs[i].proj, module, sizeof module);
+            wisp_jw_string(&w, module);
+        }
+    }
+    wisp_jw_end_array(&w);
+    wisp_jw_key(&w, "task_type");
+    wisp_jw_string(&w, "CAUSAL_LM");
+    wisp_jw_key(&w, "use_dora");
+    wisp_jw_bool(&w, false);
+    wisp_jw_key(&w, "use_rslora");
+    wisp_jw_bool(&w, l->rslora);
+    wisp_jw_end_object(&w);
+    bool ok = wisp_jw_finish(&w);
+    *len = w.len;
+    if (!ok && w.len + 1 > cap)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "adapter_config.json needs %zu bytes, buffer has %zu", w.len + 1, cap);
+    if (!ok) return wisp_fail(err, WISP_ERR_INTERNAL, "adapter_config.json writer out of balance");
+    return WISP_OK;
+}
+
+#define EXPORT_NAME_MAX 96
+
+size_t wisp_peft_export_bytes(const wisp_lora *l) {
+    return (size_t)(l->n_pairs > 0 ? l->n_pairs : 0) * 2 * (sizeof(wisp_st_out_tensor) + EXPORT_NAME_MAX);
+}
+
+static void tensor_key(const wisp_lora_pair *q, char half, char *buf, size_t cap) {
+    wisp_format(buf, cap, "base_model.model.model.layers.%d.%s.%s.lora_%c.weight", (int)q->layer, parent_of(q->proj),
+                wisp_proj_hf_name(q->proj), half);
+}
+
+wisp_status wisp_peft_write_safetensors(const wisp_lora *l, const wisp_hparams *base, void *scratch,
+                                        size_t scratch_bytes, wisp_sink *sink, wisp_error *err) {
+    wisp_status st = wisp_lora_validate(l, base, "adapter to export", err);
+    if (st) return st;
+    if (!base) return wisp_fail(err, WISP_ERR_ARG, "PEFT export needs the base model's hyperparameters");
+    size_t need = wisp_peft_export_bytes(l);
+    if (scratch_bytes < need || (need && (!scratch || (uintptr_t)scratch % 8)))
+        return wisp_fail(err, WISP_ERR_CAPACITY, "PEFT export needs %zu bytes of scratch (8-byte aligned), got %zu",
+                         need, scratch_bytes);
+    size_t n_t = 2 * (size_t)l->n_pairs;
+    wisp_st_out_tensor *ts = scratch;
+    char *names = (char *)(ts + n_t);
+    for (int32_t i = 0; i < l->n_pairs; i++) {
+        const wisp_lora_pair *q = &l->pairs[i];
+        int dtype = wisp_st_dtype_from_wisp(q->type);
+        for (int h = 0; h < 2; h++) {
+            wisp_st_out_tensor *t = &ts[2 * i + h];
+            char *name = names + (2 * (size_t)i + (size_t)h) * EXPORT_NAME_MAX;
+            tensor_key(q, h ? 'B' : 'A', name, EXPORT_NAME_MAX);
+            memset(t, 0, sizeof *t);
+            t->name = name;
+            t->dtype = dtype;
+            t->n_dims = 2;
+            t->shape[0] = h ? q->n_out : q->rank;
+            t->shape[1] = h ? q->rank : q->n_in;
+        }
+    }
+    static const char *const meta[] = {"format", "pt"};
+    if ((st = wisp_st_write_header(sink, ts, n_t, meta, 1, err))) return st;
+    for (int32_t i = 0; i < l->n_pairs; i++) {
+        const wisp_lora_pair *q = &l->pairs[i];
+        size_t eb = wisp_lora_elem_bytes(q->type), row = (size_t)q->rank * eb;
+        if ((st = wisp_sink_write(sink, q->a, (size_t)q->n_in * row, err))) return st;
+        if (!wisp_lora_permutes(base->arch, q->proj)) {
+            if ((st = wisp_sink_write(sink, q->b, (size_t)q->n_out * row, err))) return st;
+            continue;
+        }
+        int32_t head_rows = wisp_lora_head_rows(base, q->proj);
+        for (int32_t h = 0; h < q->n_out; h++) {
+            const uint8_t *src = (const uint8_t *)q->b + (size_t)wisp_lora_gguf_row(h, head_rows) * row;
+            if ((st = wisp_sink_write(sink, src, row, err))) return st;
+        }
+    }
+    return WISP_OK;
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# LoRA training throughput and peak memory, wisp vs PyTorch (Debian's
+# python3-torch), on a random-weight SmolLM2-135M-shaped Q8_0 model: ctx 256,
+# batch 1, rank 8 on all seven projections, AdamW, the same threads.
+# wisp runs twice: default (F32 saved activations) and its low-memory mode
+# (activation checkpointing + BF16 storage). Tokens/s leave out the first step
+# (warm-up); peak memory is the process's maximum RSS (mapped weights included).
+# Usage: train_bench.sh BUILD_DIR   (env: THREADS=2 STEPS=4 TORCH_STEPS=2)
+set -eu
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+wisp=$build/wisp
+threads=${THREADS:-2} steps=${STEPS:-4} torch_steps=${TORCH_STEPS:-2}
+shared=${WISP_SHARED:-$here/../../shared}
+out=$build/bench-train
+mkdir -p "$out" "$build/bench-models"
+model=$build/bench-models/smollm2-135m-q8_0.gguf
+[ -f "$model" ] || "$wisp" make-model --like smollm2-135m --type q8_0 -o "$model"
+data=$shared/data/tinyshakespeare.txt
+[ -f "$data" ] || { echo "SKIP: missing $data"; exit 0; }
+
+# wisp: steady tokens/s from log.csv (its tokens_per_s is cumulative since the start)
+run_wisp() { # name extra-args...
+    local name=$1; shift
+    /usr/bin/time -v "$wisp" finetune -m "$model" --data "$data" --ctx 256 --batch 1 --rank 8 --targets all \
+        --steps "$steps" --schedule constant -t "$threads" -q --overwrite -o "$out/$name" "$@" 2> "$out/$name.time"
+    local tps=$(awk -F, 'NR>1 && $1>0 {n=$1; r[n]=$5} END {t=256; e1=t/r[1]; eN=n*t/r[n]; printf "%.1f", (n-1)*t/(eN-e1)}' \
+        "$out/$name/log.csv")
+    local rss=$(awk '/Maximum resident/ {printf "%.0f", $NF/1024}' "$out/$name.time")
+    local arena=$(grep -o '"arena_bytes": [0-9]*' "$out/$name/config.json" | awk '{printf "%.0f", $2/1048576}')
+    echo "$name $tps $rss $arena"
+}
+echo "wisp: $steps steps of 256 tokens, $threads threads ..." >&2
+w1=$(run_wisp wisp-f32)
+w2=$(run_wisp wisp-ckpt-bf16 --checkpointing --act-dtype bf16)
+echo "pytorch: $torch_steps steps (the first is warm-up) ..." >&2
+tj=$(/usr/bin/python3 "$here/train_torch.py" "$model" --ctx 256 --batch 1 --rank 8 --steps "$torch_steps" \
+     --threads "$threads" 2> "$out/torch.log" | tail -1)
+t_tps=$(echo "$tj" | grep -o '"tokens_per_s": [0-9.e+-]*' | awk '{print $2}')
+t_rss=$(echo "$tj" | grep -o '"peak_rss_bytes": [0-9]*' | awk '{printf "%.0f", $2/1048576}')
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo unknown)
+{
+    echo "LoRA training, SmolLM2-135M-shaped Q8_0 (random weights), ctx 256, batch 1, rank 8, all 7 projections, $threads threads"
+    echo "PyTorch BLAS: $blas"
+    printf '%-22s %12s %14s %12s %10s %10s\n' implementation "tokens/s" "peak RSS MiB" "arena MiB" "speed x" "memory x"
+    for line in "$w1" "$w2"; do
+        set -- $line
+        printf '%-22s %12s %14s %12s %10.1f %10.2f\n' "$1" "$2" "$3" "$4" "$(awk -v a="$2" -v b="$t_tps" 'BEGIN{print a/b}')" \
+            "$(awk -v a="$3" -v b="$t_rss" 'BEGIN{print a/b}')"
+    done
+    printf '%-22s %12.2f %14s %12s %10s %10s\n' "pytorch" "$t_tps" "$t_rss" "-" "1.0" "1.00"
+    echo "load average during the run: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine slows every figure)"
+} | tee "$out/results.txt"

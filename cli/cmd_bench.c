@@ -1,0 +1,192 @@
+/* wisp bench: prefill and decode speed of a model, its peak memory, and the
+ * weight-read bandwidth decode achieves next to the machine's measured
+ * memory bandwidth (decode's roofline). The token ids are a fixed sequence,
+ * not text, so a peer fed the same ids (bench/llamacpp_bench.mjs) does the
+ * same work. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "json_out.h"
+#include "membw.h"
+#include "peak_memory.h"
+#include "plan_print.h"
+#include "session.h"
+
+/* Token i of the benchmark sequence: spread over the vocabulary, skipping
+ * the first ids (specials in most vocabularies). The node peer uses the same
+ * formula. */
+static int32_t bench_token(int64_t i, int32_t n_vocab) {
+    if (n_vocab <= 4) return 0;
+    return (int32_t)(3 + (i * 7919 + 13) % (n_vocab - 3));
+}
+
+/* Bytes of weights a decode step reads: every projection and the output
+ * matrix once, plus the norms; of the embedding only one row (unless it is
+ * also the output). */
+static uint64_t decode_bytes_per_token(const wisp_model *m) {
+    const wisp_hparams *hp = &m->hp;
+    uint64_t b = (uint64_t)m->output.rows * m->output.row_bytes;
+    if (!hp->tied_output) b += m->tok_embd.row_bytes;
+    for (int32_t l = 0; l < hp->n_layers; l++)
+        for (int p = 0; p < WISP_PROJ_COUNT; p++)
+            b += (uint64_t)m->layers[l].proj[p].rows * m->layers[l].proj[p].row_bytes;
+    b += (uint64_t)(2 * hp->n_layers + 1) * (uint64_t)hp->dim * sizeof(float);
+    return b;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n) {
+    double s[64];
+    memcpy(s, v, sizeof(double) * (size_t)n);
+    qsort(s, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+/* CPU seconds this process has used (all threads). */
+static double cpu_seconds(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static void json_list(const char *key, const double *v, int n) {
+    printf("\"%s\":[", key);
+    for (int i = 0; i < n; i++) printf("%s%.6g", i ? "," : "", v[i]);
+    printf("],");
+}
+
+int cmd_bench(int argc, char **argv) {
+    cli_model_opts mo;
+    cli_model_opts_default(&mo);
+    int32_t n_prompt = 128, n_gen = 64, reps = 3;
+    size_t mem_test = (size_t)256 << 20;
+    bool json = false;
+    const cli_opt opts[] = {
+        CLI_MODEL_OPTS(&mo),
+        {"prompt-tokens", 'p', OPT_INT, &n_prompt, "N", "prompt length for the prefill measurement (0: skip it)"},
+        {"gen-tokens", 'n', OPT_INT, &n_gen, "N", "tokens decoded one at a time after the prompt (0: skip)"},
+        {"reps", 'r', OPT_INT, &reps, "N", "measured repetitions (after one warm-up); medians are reported"},
+        {"mem-test", 0, OPT_SIZE, &mem_test, "BYTES", "array size of the memory bandwidth test; 0: skip it"},
+        {"json", 0, OPT_FLAG, &json, NULL, "print one JSON object instead of a table"},
+    };
+    const cli_command cmd = {
+        "bench", "-m MODEL [-t THREADS] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--json]",
+        "Measure MODEL's prefill speed (the prompt in one batch) and decode speed (one token per step),\n"
+        "the peak resident memory, and the weight bytes decode streams per token against the machine's\n"
+        "memory bandwidth (a STREAM-like copy over arrays far larger than the caches).",
+        "Tokens are a fixed id sequence (3 + (i*7919 + 13) mod (n_vocab - 3)), the same for every run and\n"
+        "for the llama.cpp side of `make bench`. Unless --ctx/--batch say otherwise the context holds the\n"
+        "prompt and the decoded tokens, and the prompt is one batch (up to 512 tokens).\n"
+        "WISP_KERNELS=scalar|avx2|avx512 forces a kernel level.\n"
+        "Example: wisp bench -m smollm2-q8_0.gguf -t 2 -p 128 -n 64",
+        opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};
+    const char *pos[1];
+    int n_pos;
+    int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
+    if (rc) return rc == 1 ? CLI_OK : CLI_USAGE;
+    if (n_prompt < 0 || n_gen < 0 || n_prompt + n_gen < 1 || reps < 1 || reps > 63) {
+        fprintf(stderr, "wisp bench: need -p >= 0, -n >= 0 (not both 0) and 1 <= -r <= 63\n");
+        return CLI_USAGE;
+    }
+    if (!mo.ctx) mo.ctx = n_prompt + n_gen;
+    if (!mo.batch) mo.batch = n_prompt > 0 ? (n_prompt < 512 ? n_prompt : 512) : 1;
+
+    wisp_config cfg = wisp_config_default();
+    cli_session s;
+    if (!cli_session_open(&s, &mo, &cfg)) return CLI_FAIL;
+    wisp_ctx *ctx = s.ctx;
+    const wisp_hparams *hp = wisp_ctx_hparams(ctx);
+    if (n_prompt + n_gen > wisp_ctx_config(ctx)->n_ctx) {
+        fprintf(stderr, "wisp bench: %d + %d tokens do not fit a context of %d (raise --ctx)\n", n_prompt, n_gen,
+                wisp_ctx_config(ctx)->n_ctx);
+        cli_session_close(&s);
+        return CLI_USAGE;
+    }
+    int32_t *tokens = malloc(sizeof(int32_t) * (size_t)(n_prompt + n_gen));
+    if (!tokens) {
+        cli_session_close(&s);
+        return CLI_FAIL;
+    }
+    for (int32_t i = 0; i < n_prompt + n_gen; i++) tokens[i] = bench_token(i, hp->n_vocab);
+
+    double prefill[64], decode[64], wall = 0.0, cpu = 0.0;
+    const bool tty = !json && isatty(2);
+    wisp_error err = {0};
+    wisp_status st = WISP_OK;
+    for (int r = -1; r < reps && !st; r++) { /* r = -1: warm-up (faults the weights in) */
+        double c0 = cpu_seconds();
+        wisp_rewind(ctx, 0);
+        double t0 = cli_now();
+        if (n_prompt) st = wisp_eval(ctx, tokens, n_prompt, &err);
+        double t1 = cli_now();
+        for (int32_t i = 0; i < n_gen && !st; i++) st = wisp_eval(ctx, &tokens[n_prompt + i], 1, &err);
+        double t2 = cli_now();
+        if (r >= 0) {
+            prefill[r] = n_prompt ? n_prompt / (t1 - t0) : 0.0;
+            decode[r] = n_gen ? n_gen / (t2 - t1) : 0.0;
+            wall += t2 - t0;
+            cpu += cpu_seconds() - c0;
+        }
+        if (tty) fprintf(stderr, "\rbench: %s %d of %d", r < 0 ? "warm-up" : "run", r + 1, reps);
+    }
+    if (tty) fputc('\n', stderr);
+    if (st) {
+        cli_report(mo.model, &err);
+        free(tokens);
+        cli_session_close(&s);
+        return CLI_FAIL;
+    }
+    size_t peak_rss = cli_peak_memory_bytes(); /* before the bandwidth test's arrays */
+    const char *kernels = wisp_ctx_kernels_name(ctx);
+    int threads = wisp_ctx_config(ctx)->threads.n_threads;
+    uint64_t per_token = decode_bytes_per_token(wisp_ctx_model(ctx));
+    size_t weight_bytes = s.plan.weight_bytes;
+    size_t arena = s.arena_size;
+    free(tokens);
+    cli_session_close(&s);
+
+    double pf = n_prompt ? median(prefill, reps) : 0.0, dc = n_gen ? median(decode, reps) : 0.0;
+    double achieved = dc * (double)per_token;
+    /* below 1 when other processes took the CPUs (spinning workers count as busy) */
+    double cpu_share = wall > 0 ? cpu / (wall * threads) : 0.0;
+    double membw = mem_test ? cli_copy_bandwidth(threads, mem_test) : 0.0;
+    if (json) {
+        printf("{\"model\":");
+        cli_json_string(stdout, mo.model, strlen(mo.model));
+        printf(",\"kernels\":\"%s\",\"threads\":%d,\"prompt_tokens\":%d,\"gen_tokens\":%d,\"reps\":%d,", kernels, threads,
+               n_prompt, n_gen, reps);
+        printf("\"prefill_tok_s\":%.6g,\"decode_tok_s\":%.6g,", pf, dc);
+        json_list("prefill_tok_s_runs", prefill, n_prompt ? reps : 0);
+        json_list("decode_tok_s_runs", decode, n_gen ? reps : 0);
+        printf("\"peak_rss_bytes\":%zu,\"arena_bytes\":%zu,\"weight_bytes\":%zu,\"decode_bytes_per_token\":%llu,", peak_rss,
+               arena, weight_bytes, (unsigned long long)per_token);
+        printf("\"decode_bandwidth_bytes_s\":%.6g,\"mem_bandwidth_bytes_s\":%.6g,\"roofline_fraction\":%.4f,", achieved,
+               membw, membw > 0 ? achieved / membw : 0.0);
+        printf("\"cpu_share\":%.3f}\n", cpu_share);
+    } else {
+        char a[32], b[32], c[32];
+        printf("model      %s\nkernels    %s, %d thread%s (got %.0f%% of them while measuring)\n", mo.model, kernels,
+               threads, threads == 1 ? "" : "s", 100.0 * cpu_share);
+        if (n_prompt) printf("prefill    %8.1f tok/s  (%d-token prompt, median of %d)\n", pf, n_prompt, reps);
+        if (n_gen) printf("decode     %8.1f tok/s  (%d tokens, median of %d)\n", dc, n_gen, reps);
+        printf("memory     peak RSS %s, arena %s, weights %s (mapped)\n", cli_human_bytes(a, sizeof a, peak_rss),
+               cli_human_bytes(b, sizeof b, arena), cli_human_bytes(c, sizeof c, weight_bytes));
+        if (n_gen)
+            printf("bandwidth  decode reads %s/token -> %.2f GB/s", cli_human_bytes(a, sizeof a, (size_t)per_token),
+                   achieved / 1e9);
+        if (membw > 0)
+            printf("; memory copy %.2f GB/s: %.0f%% of the roofline (%.1f tok/s)%s", membw / 1e9, 100.0 * achieved / membw,
+                   membw / (double)per_token, achieved > membw ? ", above it: the weights stay in the caches" : "");
+        printf("\n");
+    }
+    return CLI_OK;
+}

@@ -1,0 +1,539 @@
+/* wisp finetune: train a LoRA adapter on a text or JSONL file, inside one
+ * planned arena, with a live progress line, periodic validation, atomic
+ * checkpoints that resume bit-identically, and an output folder holding the
+ * adapter (GGUF LoRA and PEFT), config.json, log.csv and loss.svg. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "peak_memory.h"
+#include "commands.h"
+#include "finetune_settings.h"
+#include "lora_gguf.h"
+#include "plan_print.h"
+#include "session.h"
+#include "train_data_load.h"
+#include "train_log.h"
+
+#define CHECKPOINT_MAGIC "WISPCKP1"
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+typedef struct run {
+    ft_settings set;
+    const char *out;
+    cli_session s;
+    cli_data train, val; /* val unused (zeroed) when the split comes from the training file */
+    bool separate_val;
+    int64_t total_steps;
+    int32_t *tok;
+    uint8_t *mask;
+    cli_train_log log;
+    double t_start, elapsed_before; /* seconds: this process's start, and runs before a resume */
+    int64_t tokens_seen, tokens_at_start;
+    uint64_t stop_after; /* stop (with a checkpoint) once this many steps are done; 0: never */
+    bool tty, quiet, stopped;
+    int32_t skipped, skipped_in_a_row; /* optimizer steps skipped for a non-finite gradient */
+} run;
+
+/* F16 loss scaling may halve its scale from 65536 down to 1 (16 skips) before a step fits;
+ * more skips in a row than this mean the model or data itself gives NaN or Inf. */
+#define MAX_SKIPS_IN_A_ROW 25
+
+static void path_in(char *buf, size_t cap, const char *dir, const char *name) { snprintf(buf, cap, "%s/%s", dir, name); }
+
+static bool make_dir(const char *path) {
+    if (mkdir(path, 0777) == 0 || errno == EEXIST) {
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return true;
+    }
+    fprintf(stderr, "wisp finetune: cannot create the output folder %s: %s\n", path, strerror(errno));
+    return false;
+}
+
+/* ---- evaluation ---- */
+
+/* Mean loss over the validation windows (at most eval_windows of them); NaN without any. */
+static double validate(run *r) {
+    const wisp_train_data *d = r->separate_val ? &r->val.d : &r->train.d;
+    wisp_data_split split = r->separate_val ? WISP_SPLIT_TRAIN : WISP_SPLIT_VAL;
+    int32_t n = wisp_data_count(d, split), B = r->set.batch, width = r->set.ctx + 1;
+    if (r->set.eval_windows > 0 && n > r->set.eval_windows) n = r->set.eval_windows;
+    double total = 0;
+    int64_t scored = 0;
+    wisp_error err = {0};
+    for (int32_t i = 0; i < n; i += B) {
+        int32_t k = n - i < B ? n - i : B;
+        for (int32_t j = 0; j < k; j++) wisp_data_get(d, split, i + j, r->tok + j * width, r->mask + j * width);
+        double loss;
+        int32_t got;
+        if (wisp_train_eval(r->s.ctx, r->tok, r->mask, k, &loss, &got, &err)) {
+            cli_report("validation", &err);
+            return NAN;
+        }
+        total += loss * got;
+        scored += got;
+    }
+    return scored ? total / (double)scored : NAN;
+}
+
+/* ---- outputs ---- */
+
+static bool write_adapter(run *r) {
+    char path[4200];
+    path_in(path, sizeof path, r->out, "adapter.gguf");
+    cli_atomic_file af;
+    if (!cli_atomic_open(&af, path)) return false;
+    wisp_error err = {0};
+    wisp_lora_gguf_written w;
+    /* named after the base, not the folder: the same run gives the same bytes wherever it is written */
+    const char *base = strrchr(r->set.model, '/');
+    char name[256];
+    snprintf(name, sizeof name, "LoRA for %s", base ? base + 1 : r->set.model);
+    if (wisp_lora_gguf_write(wisp_train_lora(r->s.ctx), wisp_arch_name(wisp_ctx_hparams(r->s.ctx)->arch), name,
+                             &af.sink, &w, &err)) {
+        cli_report(path, &err);
+        cli_atomic_abort(&af);
+        return false;
+    }
+    return cli_atomic_commit(&af);
+}
+
+/* The PEFT copy, made by `wisp export` from the GGUF adapter just written
+ * (one writer for both commands, and a round trip on every run). */
+static bool write_peft(run *r) {
+    char gguf[4200], peft[4200];
+    path_in(gguf, sizeof gguf, r->out, "adapter.gguf");
+    path_in(peft, sizeof peft, r->out, "peft");
+    char *argv[] = {"export", gguf, "--to", "peft", "-m", (char *)(uintptr_t)r->set.model, "-o", peft, NULL};
+    return cmd_export(8, argv) == 0;
+}
+
+static bool write_logs(run *r) {
+    char csv[4200], svg[4200], title[4400];
+    path_in(csv, sizeof csv, r->out, "log.csv");
+    path_in(svg, sizeof svg, r->out, "loss.svg");
+    const char *base = strrchr(r->set.model, '/'), *data = strrchr(r->set.data, '/');
+    snprintf(title, sizeof title, "LoRA r%d on %s: %s", r->set.rank, base ? base + 1 : r->set.model,
+             data ? data + 1 : r->set.data);
+    return cli_log_write_csv(&r->log, csv) && cli_log_write_svg(&r->log, svg, title);
+}
+
+/* checkpoint.bin: magic, data cursor, tokens seen, seconds trained, then the engine's state.
+ * The adapter and the log go first: a run killed between these writes then
+ * has a log that reaches at least the checkpoint's step (a resume truncates
+ * it to that step and logs the rest again), never one that stops short. */
+static bool write_checkpoint(run *r) {
+    if (!write_adapter(r) || !write_logs(r)) return false;
+    char path[4200];
+    path_in(path, sizeof path, r->out, "checkpoint.bin");
+    cli_atomic_file af;
+    if (!cli_atomic_open(&af, path)) return false;
+    wisp_data_cursor c = wisp_data_cursor_get(&r->train.d);
+    double seconds = r->elapsed_before + (cli_now() - r->t_start);
+    wisp_error err = {0};
+    wisp_status st = wisp_sink_write(&af.sink, CHECKPOINT_MAGIC, 8, &err);
+    if (!st) st = wisp_sink_write(&af.sink, &c.epoch, sizeof c.epoch, &err);
+    if (!st) st = wisp_sink_write(&af.sink, &c.pos, sizeof c.pos, &err);
+    if (!st) st = wisp_sink_write(&af.sink, &r->tokens_seen, sizeof r->tokens_seen, &err);
+    if (!st) st = wisp_sink_write(&af.sink, &seconds, sizeof seconds, &err);
+    if (!st) st = wisp_train_state_save(r->s.ctx, &af.sink, &err);
+    if (st) {
+        cli_report(path, &err);
+        cli_atomic_abort(&af);
+        return false;
+    }
+    return cli_atomic_commit(&af);
+}
+
+static bool read_checkpoint(run *r, const char *dir) {
+    char path[4200];
+    path_in(path, sizeof path, dir, "checkpoint.bin");
+    cli_file f;
+    if (!cli_file_open(&f, path)) return false;
+    const size_t head = 8 + 8 + 4 + 8 + 8;
+    wisp_data_cursor c;
+    double seconds;
+    wisp_error err = {0};
+    bool ok = f.size >= head && memcmp(f.data, CHECKPOINT_MAGIC, 8) == 0;
+    if (!ok) fprintf(stderr, "wisp: %s: not a wisp finetune checkpoint\n", path);
+    if (ok) {
+        memcpy(&c.epoch, f.data + 8, 8);
+        memcpy(&c.pos, f.data + 16, 4);
+        memcpy(&r->tokens_seen, f.data + 20, 8);
+        memcpy(&seconds, f.data + 28, 8);
+        size_t used;
+        ok = !wisp_data_cursor_set(&r->train.d, c, &err) &&
+             !wisp_train_state_load(r->s.ctx, f.data + head, f.size - head, &used, &err);
+        if (!ok) cli_report(path, &err);
+    }
+    if (ok) {
+        r->elapsed_before = seconds;
+        r->tokens_at_start = r->tokens_seen;
+        char csv[4200];
+        path_in(csv, sizeof csv, dir, "log.csv");
+        cli_log_read_csv(&r->log, csv);
+        cli_log_truncate(&r->log, wisp_train_steps(r->s.ctx));
+    }
+    cli_file_close(&f);
+    return ok;
+}
+
+/* ---- progress ---- */
+
+static void format_duration(char *buf, size_t cap, double s) {
+    if (!(s >= 0) || s > 1e7) snprintf(buf, cap, "--");
+    else if (s >= 3600) snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+}
+
+static void progress(run *r, const cli_log_row *row, bool force) {
+    if (r->quiet) return;
+    int64_t every = r->total_steps / 50 > 0 ? r->total_steps / 50 : 1;
+    if (!r->tty && !force && row->step % every != 0 && !isfinite(row->val_loss)) return;
+    double now = cli_now() - r->t_start, rate = (double)(r->tokens_seen - r->tokens_at_start) / (now > 0 ? now : 1e-9);
+    double per_step = (double)r->set.ctx * r->set.batch * r->set.accum;
+    char eta[32], val[48] = "";
+    format_duration(eta, sizeof eta, (double)(r->total_steps - row->step) * per_step / (rate > 0 ? rate : 1e-9));
+    if (isfinite(row->val_loss)) snprintf(val, sizeof val, "  val %.4f", row->val_loss);
+    fprintf(stderr, "%sstep %lld/%lld  loss %.4f  lr %.2e  |g| %.3g  %.0f tok/s  ETA %s%s%s", r->tty ? "\r" : "",
+            (long long)row->step, (long long)r->total_steps, row->loss, row->lr, row->grad_norm, rate, eta, val,
+            r->tty ? "\033[K" : "\n");
+    if (r->tty && isfinite(row->val_loss)) fputc('\n', stderr);
+}
+
+/* ---- the run ---- */
+
+static bool train(run *r) {
+    const int32_t B = r->set.batch;
+    wisp_error err = {0};
+    bool has_val = r->separate_val ? wisp_data_count(&r->val.d, WISP_SPLIT_TRAIN) > 0
+                                   : wisp_data_count(&r->train.d, WISP_SPLIT_VAL) > 0;
+    if (wisp_train_steps(r->s.ctx) == 0 && has_val && r->log.n == 0) {
+        cli_log_row base = {0, NAN, 0, 0, 0, validate(r)}; /* B = 0: the base model's loss */
+        cli_log_add(&r->log, &base);
+        if (!r->quiet) fprintf(stderr, "validation loss before training (the base model): %.4f\n", base.val_loss);
+    }
+    while (wisp_train_steps(r->s.ctx) < r->total_steps) {
+        double loss_sum = 0;
+        int64_t scored = 0;
+        for (int32_t m = 0; m < r->set.accum; m++) {
+            wisp_data_next(&r->train.d, B, r->tok, r->mask);
+            double loss;
+            int32_t n;
+            if (wisp_train_micro_step(r->s.ctx, r->tok, r->mask, B, &loss, &n, &err)) {
+                cli_report("finetune", &err);
+                return false;
+            }
+            loss_sum += loss * n;
+            scored += n;
+            r->tokens_seen += (int64_t)B * r->set.ctx;
+        }
+        wisp_train_step_info info;
+        if (wisp_train_optimizer_step(r->s.ctx, &info, &err)) {
+            cli_report("finetune", &err);
+            return false;
+        }
+        if (info.skipped) {
+            /* F16 storage overflowing is routine (the loss scale finds its level); NaN or Inf in F32 is not */
+            bool scaled = wisp_ctx_config(r->s.ctx)->train.act_type == WISP_TYPE_F16;
+            r->skipped++;
+            if (++r->skipped_in_a_row >= MAX_SKIPS_IN_A_ROW) {
+                fprintf(stderr, "%swisp finetune: %d steps in a row had a NaN or infinite gradient (loss %g): the model "
+                                "or the data gives non-finite values (a NaN weight in %s?); stopped without writing "
+                                "the adapter\n",
+                        r->tty ? "\n" : "", r->skipped_in_a_row, scored ? loss_sum / (double)scored : NAN,
+                        r->set.model);
+                return false;
+            }
+            if (!scaled || !r->quiet)
+                fprintf(stderr, "%sstep %lld skipped: the gradient is not finite (loss %g)%s; nothing was updated\n",
+                        r->tty ? "\n" : "", (long long)info.step + 1, scored ? loss_sum / (double)scored : NAN,
+                        scaled ? ", F16 overflow: the loss scale is halved" : "");
+            continue;
+        }
+        r->skipped_in_a_row = 0;
+        double now = cli_now() - r->t_start;
+        cli_log_row row = {info.step, scored ? loss_sum / (double)scored : NAN, info.lr, info.grad_norm,
+                           (double)(r->tokens_seen - r->tokens_at_start) / (now > 0 ? now : 1e-9), NAN};
+        bool last = info.step == r->total_steps;
+        if (has_val && ((r->set.eval_every > 0 && info.step % r->set.eval_every == 0) || last)) row.val_loss = validate(r);
+        cli_log_add(&r->log, &row);
+        progress(r, &row, last);
+        bool stop = interrupted || (r->stop_after && (uint64_t)info.step >= r->stop_after && !last);
+        if ((r->set.checkpoint_every > 0 && info.step % r->set.checkpoint_every == 0) || stop)
+            if (!write_checkpoint(r)) return false;
+        if (stop) {
+            fprintf(stderr, "%sstopped at step %lld: checkpoint saved; continue with: wisp finetune --resume %s\n",
+                    r->tty ? "\n" : "", (long long)info.step, r->out);
+            r->stopped = true;
+            return false;
+        }
+    }
+    if (r->tty && !r->quiet) fputc('\n', stderr);
+    return true;
+}
+
+static double first_finite(const cli_train_log *log, bool val, bool last) {
+    for (size_t k = 0; k < log->n; k++) {
+        const cli_log_row *row = &log->rows[last ? log->n - 1 - k : k];
+        double v = val ? row->val_loss : row->loss;
+        if (isfinite(v)) return v;
+    }
+    return NAN;
+}
+
+static void summary(run *r) {
+    char arena[32];
+    double secs = cli_now() - r->t_start, rate = (double)(r->tokens_seen - r->tokens_at_start) / (secs > 0 ? secs : 1e-9);
+    double v0 = first_finite(&r->log, true, false), v1 = first_finite(&r->log, true, true);
+    fprintf(stderr, "trained %lld steps (%lld tokens) in %.1f s: %.0f tok/s; train loss %.4f -> %.4f",
+            (long long)wisp_train_steps(r->s.ctx), (long long)r->tokens_seen, r->elapsed_before + secs, rate,
+            first_finite(&r->log, false, false), first_finite(&r->log, false, true));
+    if (isfinite(v0) && isfinite(v1)) fprintf(stderr, "; validation loss %.4f -> %.4f (%+.1f%%)", v0, v1, 100 * (v1 / v0 - 1));
+    if (r->skipped) fprintf(stderr, "; %d steps skipped (non-finite gradient)", r->skipped);
+    fprintf(stderr, "\nmemory: arena %s, peak RSS %.1f MiB; wrote %s/{adapter.gguf,peft,config.json,log.csv,loss.svg}\n",
+            cli_human_bytes(arena, sizeof arena, r->s.arena_size), (double)cli_peak_memory_bytes() / 1048576.0, r->out);
+}
+
+/* With --resume the settings come from the run's config.json; only these may be given too. */
+static bool resume_args_ok(int argc, char **argv) {
+    static const char *const allowed[] = {"--resume", "-o", "--output", "-t", "--threads", "--arena", "--quiet", "-q",
+                                          "--stop-after"};
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] != '-') continue;
+        bool ok = false;
+        for (size_t k = 0; k < sizeof allowed / sizeof allowed[0]; k++)
+            ok |= strncmp(argv[i], allowed[k], strlen(allowed[k])) == 0 &&
+                  (argv[i][strlen(allowed[k])] == 0 || argv[i][strlen(allowed[k])] == '=');
+        if (!ok) {
+            fprintf(stderr, "wisp finetune: %s cannot be combined with --resume: the run's settings come from its "
+                            "config.json\n", argv[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool setup_data(run *r) {
+    const wisp_tokenizer *tok = wisp_ctx_tokenizer(r->s.ctx);
+    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_FILE, r->set.ctx, r->set.val ? 0.0f : r->set.val_split, r->set.seed, 0};
+    if (!cli_data_format(r->set.format, r->set.data, &o.format) || !cli_data_docs(r->set.docs, &o.docs)) {
+        fprintf(stderr, "wisp finetune: --format must be auto, text or jsonl and --docs file or blank\n");
+        return false;
+    }
+    if (!cli_data_load(&r->train, r->set.data, tok, &o)) return false;
+    if (r->set.val) {
+        wisp_data_options v = o;
+        cli_data_format(r->set.format, r->set.val, &v.format);
+        if (!cli_data_load(&r->val, r->set.val, tok, &v)) return false;
+        r->separate_val = true;
+    }
+    return true;
+}
+
+/* The files a resumed run's config.json names must still be readable; if
+ * not, say which setting of which config.json named them. */
+static bool resume_files_ok(const ft_settings *set, const char *cfg_path) {
+    const char *const paths[3] = {set->model, set->data, set->val}, *const what[3] = {"model", "data", "val"};
+    for (int i = 0; i < 3; i++)
+        if (paths[i] && access(paths[i], R_OK) != 0) {
+            fprintf(stderr, "wisp: %s: the run's %s file %s cannot be read: %s\n", cfg_path, what[i], paths[i],
+                    strerror(errno));
+            return false;
+        }
+    return true;
+}
+
+/* Temporaries a killed run left next to its outputs (never the outputs themselves). */
+static void remove_stale_outputs(const char *dir) {
+    static const char *const names[] = {"adapter.gguf", "checkpoint.bin", "config.json", "log.csv", "loss.svg",
+                                        "peft/adapter_model.safetensors", "peft/adapter_config.json"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[4200];
+        path_in(path, sizeof path, dir, names[i]);
+        n += cli_atomic_remove_stale(path);
+    }
+    if (n) fprintf(stderr, "wisp finetune: removed %d temporary files an interrupted run left in %s\n", n, dir);
+}
+
+/* Every exit after the settings are read releases what --resume read. */
+static int finish(ft_settings *set, int rc) {
+    ft_settings_release(set);
+    return rc;
+}
+
+int cmd_finetune(int argc, char **argv) {
+    run r;
+    memset(&r, 0, sizeof r);
+    ft_settings *set = &r.set;
+    ft_settings_default(set);
+    cli_model_opts mo;
+    cli_model_opts_default(&mo);
+    const char *resume = NULL;
+    bool overwrite = false;
+    const cli_opt opts[] = {
+        {"model", 'm', OPT_STR, &set->model, "PATH", "GGUF base model (any weight type; it stays frozen)"},
+        {"data", 0, OPT_STR, &set->data, "FILE", "training data: plain text, or JSONL records (.jsonl)"},
+        {"val", 0, OPT_STR, &set->val, "FILE", "validation data (else --val-split of --data is held out)"},
+        {"val-split", 0, OPT_FLOAT, &set->val_split, "F", "fraction of --data held out for validation (the last part)"},
+        {"format", 0, OPT_STR, &set->format, "auto|text|jsonl", "data format; auto: JSONL for .jsonl/.json files"},
+        {"docs", 0, OPT_STR, &set->docs, "file|blank", "plain-text documents: the whole file, or blank-line paragraphs"},
+        {"output", 'o', OPT_STR, &r.out, "OUTDIR", "folder for the adapter, config.json, log.csv, loss.svg, checkpoints"},
+        {"rank", 'r', OPT_INT, &set->rank, "R", "LoRA rank"},
+        {"alpha", 0, OPT_FLOAT, &set->alpha, "A", "LoRA alpha (scale alpha / rank); 0: 2 x rank"},
+        {"rslora", 0, OPT_FLAG, &set->rslora, NULL, "rank-stabilised scale alpha / sqrt(rank)"},
+        {"lora-dropout", 0, OPT_FLOAT, &set->dropout, "P", "dropout on the LoRA path's input"},
+        {"targets", 0, OPT_STR, &set->targets, "LIST", "projections to adapt: all, or e.g. attn_q,attn_v (q_proj,v_proj)"},
+        {"ctx", 'c', OPT_INT, &set->ctx, "N", "tokens per training sequence"},
+        {"batch", 'b', OPT_INT, &set->batch, "B", "sequences per micro-step"},
+        {"accum", 0, OPT_INT, &set->accum, "K", "micro-steps per optimizer step (gradient accumulation)"},
+        {"optimizer", 0, OPT_STR, &set->optimizer, "adamw|sgd", "AdamW (decoupled weight decay) or SGD with momentum"},
+        {"lr", 0, OPT_FLOAT, &set->lr, "LR", "peak learning rate"},
+        {"weight-decay", 0, OPT_FLOAT, &set->weight_decay, "WD", "weight decay"},
+        {"momentum", 0, OPT_FLOAT, &set->momentum, "M", "SGD momentum; 0: 0.9, negative: none"},
+        {"schedule", 0, OPT_STR, &set->schedule, "S", "constant, cosine, linear or 1cycle"},
+        {"warmup", 0, OPT_INT, &set->warmup, "W", "warmup steps; -1: 5% of the steps"},
+        {"min-lr-ratio", 0, OPT_FLOAT, &set->min_lr_ratio, "F", "cosine/linear decay floor as a fraction of --lr"},
+        {"steps", 0, OPT_U64, &set->steps, "N", "optimizer steps (default: --epochs)"},
+        {"epochs", 0, OPT_FLOAT, &set->epochs, "E", "passes over the training data when --steps is not given; 0: 1"},
+        {"clip", 0, OPT_FLOAT, &set->clip, "C", "clip the global gradient norm to C; 0: off"},
+        {"seed", 's', OPT_U64, &set->seed, "S", "seed of the initialisation, dropout and data order"},
+        {"act-dtype", 0, OPT_STR, &set->act_dtype, "f32|bf16|f16", "storage of saved activations (f16: dynamic loss scaling)"},
+        {"checkpointing", 0, OPT_FLAG, &set->checkpointing, NULL, "activation checkpointing: recompute layers, save memory"},
+        {"eval-every", 0, OPT_INT, &set->eval_every, "N", "validation loss every N steps (and at the end); 0: end only"},
+        {"eval-windows", 0, OPT_INT, &set->eval_windows, "N", "validate on at most N windows; 0: all"},
+        {"checkpoint-every", 0, OPT_INT, &set->checkpoint_every, "N", "write a resumable checkpoint every N steps"},
+        {"resume", 0, OPT_STR, &resume, "DIR", "continue the run saved in DIR (settings from DIR/config.json)"},
+        {"stop-after", 0, OPT_U64, &r.stop_after, "N", "stop after N steps with a checkpoint, as Ctrl-C does; --resume goes on"},
+        {"overwrite", 0, OPT_FLAG, &overwrite, NULL, "replace a run already in OUTDIR"},
+        {"threads", 't', OPT_INT, &mo.threads, "N", "worker threads; 0: online CPUs, at most 8 (results do not change)"},
+        {"arena", 0, OPT_SIZE, &mo.arena, "BYTES", "use exactly one arena of this size (default: the plan)"},
+        {"quiet", 'q', OPT_FLAG, &r.quiet, NULL, "no progress output"},
+    };
+    const cli_command cmd = {
+        "finetune", "-m BASE --data FILE -o OUTDIR [options]",
+        "Train a LoRA adapter on a frozen base model (quantized bases included: QLoRA) inside one planned arena.",
+        "Data: plain text is packed into windows of --ctx tokens led by BOS, with EOS after each document\n"
+        "(--docs); JSONL records {\"prompt\",\"completion\"} or {\"instruction\",\"input\",\"output\"} (Alpaca template)\n"
+        "are one window each, scored on the response only. The loss is the mean cross-entropy of next tokens.\n"
+        "OUTDIR receives adapter.gguf (llama.cpp GGUF LoRA), peft/ (Hugging Face PEFT), config.json (every\n"
+        "setting), log.csv, loss.svg and, with --checkpoint-every or on Ctrl-C, checkpoint.bin for --resume,\n"
+        "which continues bit-identically.\n"
+        "Example: wisp finetune -m stories260K.gguf --data tinyshakespeare.txt --val-split 0.1 --ctx 128 \\\n"
+        "           --rank 8 --steps 500 --eval-every 50 -o shakespeare-lora",
+        opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};
+    const char *pos[1];
+    int n_pos;
+    int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
+    if (rc) return rc == 1 ? CLI_OK : CLI_USAGE;
+    if (resume) {
+        if (!resume_args_ok(argc, argv)) return CLI_USAGE;
+        char cfg_path[4200];
+        path_in(cfg_path, sizeof cfg_path, resume, "config.json");
+        if (!ft_settings_read(set, cfg_path)) return CLI_FAIL;
+        if (!resume_files_ok(set, cfg_path)) return finish(set, CLI_FAIL);
+        if (!r.out) r.out = resume;
+    }
+    if (!set->model || !set->data || !r.out) {
+        fprintf(stderr, "wisp finetune: needs -m BASE, --data FILE and -o OUTDIR\n(see: wisp finetune --help)\n");
+        return finish(set, CLI_USAGE);
+    }
+    if (!(set->val_split >= 0 && set->val_split < 1) || set->eval_every < 0 || set->checkpoint_every < 0 ||
+        set->epochs < 0 || set->eval_windows < 0) {
+        fprintf(stderr, "wisp finetune: --val-split must be in [0, 1); --epochs, --eval-every, --eval-windows and "
+                        "--checkpoint-every must not be negative\n");
+        return finish(set, CLI_USAGE);
+    }
+    char config_path[4200];
+    path_in(config_path, sizeof config_path, r.out, "config.json");
+    if (!resume && !overwrite && access(config_path, F_OK) == 0) {
+        fprintf(stderr, "wisp finetune: %s already holds a run; continue it with --resume %s, or pass --overwrite\n",
+                r.out, r.out);
+        return finish(set, CLI_USAGE);
+    }
+    if (!make_dir(r.out)) return finish(set, CLI_FAIL);
+    remove_stale_outputs(r.out);
+
+    /* the data first (its size sets the step count), tokenized with a small context of its own */
+    wisp_config cfg = wisp_config_default();
+    if (!ft_settings_to_config(set, &cfg.train)) return finish(set, CLI_USAGE);
+    mo.model = set->model;
+    mo.ctx = 16; /* inference: room to attach the adapter and try a prompt; training has its own buffers */
+    if (!cli_session_open(&r.s, &mo, &(wisp_config){.kv_type = WISP_TYPE_F16})) return finish(set, CLI_FAIL);
+    bool ok = setup_data(&r);
+    cli_session_close(&r.s);
+    if (ok && set->steps == 0) {
+        double e = set->epochs > 0 ? set->epochs : 1;
+        int64_t per_step = (int64_t)set->batch * set->accum, n = wisp_data_count(&r.train.d, WISP_SPLIT_TRAIN);
+        set->steps = (int64_t)ceil(e * (double)n / (double)per_step);
+        if (set->steps < 1) set->steps = 1;
+    }
+    r.total_steps = set->steps;
+    if (set->warmup < 0) set->warmup = (int32_t)(set->steps / 20);
+    if (ok) ok = ft_settings_to_config(set, &cfg.train) && cli_session_open(&r.s, &mo, &cfg);
+    if (ok) {
+        ft_settings_from_resolved(set, &wisp_ctx_config(r.s.ctx)->train);
+        r.train.d.tok = r.val.d.tok = wisp_ctx_tokenizer(r.s.ctx); /* the probe's is gone */
+    }
+    if (ok) {
+        int32_t width = set->ctx + 1;
+        r.tok = malloc(sizeof(int32_t) * (size_t)width * (size_t)set->batch);
+        r.mask = malloc((size_t)width * (size_t)set->batch);
+        ok = r.tok && r.mask;
+    }
+    r.tty = isatty(2);
+    r.t_start = cli_now();
+    if (ok && resume) {
+        char ck[4200];
+        path_in(ck, sizeof ck, resume, "checkpoint.bin");
+        if (access(ck, F_OK) != 0 && errno == ENOENT) { /* stopped before its first checkpoint: the settings suffice */
+            if (!r.quiet) fprintf(stderr, "wisp finetune: %s has no checkpoint yet: starting the run again from step 0\n", resume);
+        } else {
+            ok = read_checkpoint(&r, resume);
+        }
+    }
+    if (ok && !resume) {
+        char extra[512];
+        snprintf(extra, sizeof extra,
+                 "\"train_examples\": %d,\n  \"val_examples\": %d,\n  \"tokens_per_step\": %lld,\n  \"arena_bytes\": %zu",
+                 wisp_data_count(&r.train.d, WISP_SPLIT_TRAIN),
+                 r.separate_val ? wisp_data_count(&r.val.d, WISP_SPLIT_TRAIN) : wisp_data_count(&r.train.d, WISP_SPLIT_VAL),
+                 (long long)set->ctx * set->batch * set->accum, r.s.arena_size);
+        ok = ft_settings_write(set, extra, config_path);
+    }
+    if (ok && !r.quiet) {
+        char a[32], w[32];
+        fprintf(stderr, "finetune: %d training windows of %d tokens, %lld steps of %d x %d sequences; arena %s (weights %s "
+                        "used in place), %d threads\n",
+                wisp_data_count(&r.train.d, WISP_SPLIT_TRAIN), set->ctx, (long long)r.total_steps, set->accum, set->batch,
+                cli_human_bytes(a, sizeof a, r.s.arena_size), cli_human_bytes(w, sizeof w, r.s.plan.weight_bytes),
+                wisp_ctx_config(r.s.ctx)->threads.n_threads);
+    }
+    signal(SIGINT, on_sigint);
+    if (ok) ok = train(&r);
+    signal(SIGINT, SIG_DFL);
+    if (ok) ok = write_adapter(&r) && write_logs(&r);
+    if (ok && !write_peft(&r)) fprintf(stderr, "wisp finetune: warning: the PEFT copy could not be written\n");
+    if (ok && set->checkpoint_every > 0) ok = write_checkpoint(&r);
+    if (ok && !r.quiet) summary(&r);
+    cli_log_free(&r.log);
+    free(r.tok);
+    free(r.mask);
+    cli_data_free(&r.train);
+    cli_data_free(&r.val);
+    cli_session_close(&r.s);
+    if (r.stopped && !interrupted) return finish(set, CLI_OK); /* --stop-after: a planned pause */
+    return finish(set, ok ? CLI_OK : interrupted ? 130 : CLI_FAIL);
+}

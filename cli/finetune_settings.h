@@ -1,0 +1,42 @@
+/* Every setting of a `wisp finetune` run, described once in a table that
+ * writes config.json (all settings, defaults included, so two runs can be
+ * diffed) and reads it back for --resume, and the translation into the
+ * engine's wisp_train_config. */
+#ifndef WISP_CLI_FINETUNE_SETTINGS_H
+#define WISP_CLI_FINETUNE_SETTINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wisp.h"
+
+typedef struct ft_settings {
+    const char *model, *data, *val, *format, *docs, *targets, *schedule, *optimizer, *act_dtype;
+    float val_split, alpha, lr, clip, dropout, weight_decay, momentum, beta1, beta2, eps, min_lr_ratio, epochs;
+    float loss_scale;
+    int32_t rank, ctx, batch, accum, warmup, eval_every, eval_windows, checkpoint_every, loss_chunk;
+    int64_t steps;
+    uint64_t seed;
+    bool rslora, checkpointing;
+    char *owned; /* the block ft_settings_read unescaped its strings into; NULL otherwise */
+} ft_settings;
+
+void ft_settings_default(ft_settings *s);
+
+/* Names -> engine config; prints what is wrong and returns false. */
+bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c);
+/* Take back the values the engine resolved (alpha, lr, betas, ...). */
+void ft_settings_from_resolved(ft_settings *s, const wisp_train_config *c);
+
+/* config.json: the settings plus `extra` members (a JSON fragment of
+ * "key": value pairs, may be NULL) written atomically. */
+bool ft_settings_write(const ft_settings *s, const char *extra, const char *path);
+/* Read config.json; its strings go into one malloc'd block (s->owned). */
+bool ft_settings_read(ft_settings *s, const char *path);
+/* Free what ft_settings_read allocated (its strings become invalid). */
+void ft_settings_release(ft_settings *s);
+
+/* "attn_q,v_proj,..." or "all" -> bitmask; 0 when a name is unknown. */
+uint32_t ft_parse_targets(const char *list);
+
+#endif

@@ -1,0 +1,59 @@
+#include "lora_attach.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "session.h"
+
+bool cli_adapters_load(cli_adapters *a, const cli_str_list *specs, float default_scale, const char *model_path) {
+    memset(a, 0, sizeof *a);
+    if (specs->n == 0) return true;
+    cli_file f;
+    wisp_gguf g;
+    wisp_hparams hp;
+    wisp_error err = {0};
+    if (!cli_open_gguf(&f, &g, model_path)) return false;
+    bool ok = !wisp_hparams_read(&g, &hp, &err);
+    if (!ok) cli_report(model_path, &err);
+    cli_file_close(&f);
+    for (int i = 0; ok && i < specs->n; i++) {
+        char path[4096];
+        float given;
+        if (!cli_lora_parse_spec(specs->items[i], path, sizeof path, &given)) {
+            fprintf(stderr, "wisp: --lora '%s': expected FILE or FILE:SCALE\n", specs->items[i]);
+            ok = false;
+            break;
+        }
+        bool explicit_scale = strlen(path) < strlen(specs->items[i]);
+        ok = cli_lora_load(&a->items[i], specs->items[i], &hp);
+        if (!ok) break;
+        a->scale[i] = explicit_scale ? given : default_scale;
+        a->n = i + 1;
+    }
+    if (!ok) cli_adapters_close(a);
+    return ok;
+}
+
+void cli_adapters_plan(const cli_adapters *a, wisp_config *cfg) {
+    if (a->n == 0) return;
+    cfg->max_adapters = a->n;
+    for (int i = 0; i < a->n; i++)
+        for (int32_t k = 0; k < a->items[i].lora.n_pairs; k++)
+            if (a->items[i].lora.pairs[k].rank > cfg->max_lora_rank) cfg->max_lora_rank = a->items[i].lora.pairs[k].rank;
+}
+
+bool cli_adapters_attach(const cli_adapters *a, wisp_ctx *ctx) {
+    for (int i = 0; i < a->n; i++) {
+        wisp_error err = {0};
+        if (wisp_adapter_attach(ctx, &a->items[i].lora, a->scale[i], NULL, &err)) {
+            cli_report(a->items[i].path, &err);
+            return false;
+        }
+    }
+    return true;
+}
+
+void cli_adapters_close(cli_adapters *a) {
+    for (int i = 0; i < a->n; i++) cli_lora_close(&a->items[i]);
+    a->n = 0;
+}

@@ -1,0 +1,32 @@
+/* The --lora FILE[:SCALE] (repeatable) and --lora-scale S options shared by
+ * run, logits and eval: load every adapter against the base model, size the
+ * plan for them (max_adapters, max_lora_rank), and attach them to the
+ * context, each with its own scale (":SCALE", else --lora-scale, else 1). */
+#ifndef WISP_CLI_LORA_ATTACH_H
+#define WISP_CLI_LORA_ATTACH_H
+
+#include <stdbool.h>
+
+#include "args.h"
+#include "lora_load.h"
+#include "wisp.h"
+
+typedef struct cli_adapters {
+    cli_lora items[CLI_LIST_MAX];
+    float scale[CLI_LIST_MAX];
+    int n;
+} cli_adapters;
+
+#define CLI_LORA_OPTS(list, scale)                                                                                    \
+    {"lora", 0, OPT_STR_LIST, list, "FILE[:SCALE]", "apply a LoRA adapter (GGUF LoRA or PEFT folder); repeatable"}, \
+    {"lora-scale", 0, OPT_FLOAT, scale, "S", "scale of each --lora given without :SCALE"}
+
+/* Load the adapters of `specs` for the model at model_path; prints and
+ * returns false on failure (nothing stays loaded). */
+bool cli_adapters_load(cli_adapters *a, const cli_str_list *specs, float default_scale, const char *model_path);
+/* Room for them in the plan. */
+void cli_adapters_plan(const cli_adapters *a, wisp_config *cfg);
+bool cli_adapters_attach(const cli_adapters *a, wisp_ctx *ctx);
+void cli_adapters_close(cli_adapters *a);
+
+#endif

@@ -1,0 +1,203 @@
+/* Attaching LoRA adapters to a context and adding their contribution after
+ * each adapted projection (see lora_apply.h). */
+#include "lora_apply.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "context.h"
+#include "quant.h"
+
+size_t wisp_adapters_plan_bytes(int32_t n_layers, int32_t max_adapters, int32_t max_rank, int32_t n_batch) {
+    if (max_adapters <= 0) return 0;
+    size_t cells = (size_t)n_layers * WISP_PROJ_COUNT;
+    size_t n = wisp_bytes_of((size_t)max_adapters, sizeof(wisp_adapter_slot));
+    n = wisp_bytes_add(n, wisp_bytes_of(cells * (size_t)max_adapters, sizeof(wisp_adapter_entry)));
+    n = wisp_bytes_add(n, wisp_bytes_of(cells, sizeof(int32_t)));
+    return wisp_bytes_add(n, wisp_bytes_of((size_t)n_batch * (size_t)max_rank, sizeof(float)));
+}
+
+void wisp_adapters_carve(wisp_adapter_set *set, wisp_arena *a, int32_t n_layers, int32_t max_adapters,
+                         int32_t max_rank, int32_t n_batch) {
+    memset(set, 0, sizeof *set);
+    if (max_adapters <= 0) return;
+    size_t cells = (size_t)n_layers * WISP_PROJ_COUNT;
+    set->slots = wisp_arena_alloc(a, (size_t)max_adapters * sizeof(wisp_adapter_slot), WISP_PART_ADAPTERS);
+    set->entries = wisp_arena_alloc(a, cells * (size_t)max_adapters * sizeof(wisp_adapter_entry), WISP_PART_ADAPTERS);
+    set->counts = wisp_arena_alloc(a, cells * sizeof(int32_t), WISP_PART_ADAPTERS);
+    set->h = wisp_arena_alloc(a, (size_t)n_batch * (size_t)max_rank * sizeof(float), WISP_PART_ADAPTERS);
+    set->max_adapters = max_adapters;
+    set->max_rank = max_rank;
+    set->n_batch = n_batch;
+    set->n_layers = n_layers;
+}
+
+float wisp_lora_row_dot(const wisp_kernels *k, int32_t type, const void *row, const float *x, int64_t n) {
+    if (type == WISP_TYPE_F32) return k->dot_f32((const float *)row, x, n);
+    if (type == WISP_TYPE_F16) return k->dot_f16_f32((const uint16_t *)row, x, n);
+    return wisp_dot_bf16_f32(row, x, n);
+}
+
+static size_t lora_elem_bytes(int32_t type) { return type == WISP_TYPE_F32 ? 4 : 2; }
+
+wisp_status wisp_lora_pair_check(const wisp_model *m, const wisp_lora_pair *p, int32_t max_rank, wisp_error *err) {
+    const wisp_hparams *hp = &m->hp;
+    if (p->layer < 0 || p->layer >= hp->n_layers)
+        return wisp_fail(err, WISP_ERR_SHAPE, "adapter pair for layer %d, but the model has layers 0..%d", p->layer,
+                         hp->n_layers - 1);
+    if (p->proj < 0 || p->proj >= WISP_PROJ_COUNT)
+        return wisp_fail(err, WISP_ERR_SHAPE, "blk.%d: adapter pair for projection %d, which does not exist", p->layer,
+                         p->proj);
+    const char *name = wisp_proj_gguf_name(p->proj);
+    const wisp_weight *w = &m->layers[p->layer].proj[p->proj];
+    if (p->n_in != w->cols || p->n_out != w->rows)
+        return wisp_fail(err, WISP_ERR_SHAPE,
+                         "blk.%d.%s: adapter is %d inputs x %d outputs but the weight has %d columns x %d rows",
+                         p->layer, name, p->n_in, p->n_out, w->cols, w->rows);
+    if (p->rank < 1 || p->rank > max_rank)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "blk.%d.%s: adapter rank %d is outside 1..%d (max_lora_rank)",
+                         p->layer, name, p->rank, max_rank);
+    if (p->type != WISP_TYPE_F32 && p->type != WISP_TYPE_F16 && p->type != WISP_TYPE_BF16)
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "blk.%d.%s: adapter tensors are %s; wisp applies F32, F16 or BF16",
+                         p->layer, name, wisp_type_info_of(p->type) ? wisp_type_info_of(p->type)->name : "unknown");
+    if (!p->a || !p->b) return wisp_fail(err, WISP_ERR_ARG, "blk.%d.%s: adapter pair without A or B data", p->layer, name);
+    if (!isfinite(p->scale))
+        return wisp_fail(err, WISP_ERR_NUMERIC, "blk.%d.%s: adapter scale is not finite", p->layer, name);
+    return WISP_OK;
+}
+
+static wisp_adapter_slot *find_slot(wisp_adapter_set *set, int32_t handle) {
+    for (int32_t i = 0; i < set->max_adapters; i++)
+        if (set->slots[i].lora && set->slots[i].handle == handle) return &set->slots[i];
+    return NULL;
+}
+
+wisp_status wisp_adapter_attach(wisp_ctx *ctx, const wisp_lora *lora, float scale, int32_t *handle, wisp_error *err) {
+    wisp_adapter_set *set = &ctx->adapters;
+    const wisp_model *m = &ctx->model;
+    if (handle) *handle = 0;
+    if (!lora || (lora->n_pairs > 0 && !lora->pairs) || lora->n_pairs < 0)
+        return wisp_fail(err, WISP_ERR_ARG, "no adapter given");
+    if (!isfinite(scale)) return wisp_fail(err, WISP_ERR_NUMERIC, "the adapter scale is not finite");
+    if (set->max_adapters == 0)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "this context was planned without adapters (set max_adapters)");
+    int32_t free_slot = -1;
+    for (int32_t i = 0; i < set->max_adapters && free_slot < 0; i++)
+        if (!set->slots[i].lora) free_slot = i;
+    if (free_slot < 0)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "all %d adapter slots are in use (plan a larger max_adapters)",
+                         set->max_adapters);
+    if (set->last_handle == INT32_MAX)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "this context has handed out every adapter handle");
+    /* validate everything before changing anything */
+    for (int32_t i = 0; i < lora->n_pairs; i++) {
+        const wisp_lora_pair *p = &lora->pairs[i];
+        wisp_status s = wisp_lora_pair_check(m, p, set->max_rank, err);
+        if (s) return s;
+        for (int32_t j = 0; j < i; j++)
+            if (lora->pairs[j].layer == p->layer && lora->pairs[j].proj == p->proj)
+                return wisp_fail(err, WISP_ERR_FORMAT, "blk.%d.%s: the adapter adapts this projection twice", p->layer,
+                                 wisp_proj_gguf_name(p->proj));
+    }
+    for (int32_t i = 0; i < lora->n_pairs; i++) {
+        const wisp_lora_pair *p = &lora->pairs[i];
+        size_t cell = (size_t)p->layer * WISP_PROJ_COUNT + (size_t)p->proj;
+        wisp_adapter_entry *e = &set->entries[cell * (size_t)set->max_adapters + (size_t)set->counts[cell]++];
+        e->pair = p;
+        e->slot = free_slot;
+    }
+    wisp_adapter_slot *slot = &set->slots[free_slot];
+    slot->lora = lora;
+    slot->scale = scale;
+    slot->handle = ++set->last_handle;
+    set->n_attached++;
+    if (handle) *handle = slot->handle;
+    return WISP_OK;
+}
+
+wisp_status wisp_adapter_set_scale(wisp_ctx *ctx, int32_t handle, float scale, wisp_error *err) {
+    wisp_adapter_slot *slot = ctx->adapters.max_adapters ? find_slot(&ctx->adapters, handle) : NULL;
+    if (!slot) return wisp_fail(err, WISP_ERR_ARG, "no adapter with handle %d is attached", handle);
+    if (!isfinite(scale)) return wisp_fail(err, WISP_ERR_NUMERIC, "the adapter scale is not finite");
+    slot->scale = scale;
+    return WISP_OK;
+}
+
+wisp_status wisp_adapter_detach(wisp_ctx *ctx, int32_t handle, wisp_error *err) {
+    wisp_adapter_set *set = &ctx->adapters;
+    wisp_adapter_slot *slot = set->max_adapters ? find_slot(set, handle) : NULL;
+    if (!slot) return wisp_fail(err, WISP_ERR_ARG, "no adapter with handle %d is attached", handle);
+    int32_t id = (int32_t)(slot - set->slots);
+    size_t cells = (size_t)set->n_layers * WISP_PROJ_COUNT;
+    for (size_t c = 0; c < cells; c++) { /* remove its entries, keeping the others in order */
+        wisp_adapter_entry *e = &set->entries[c * (size_t)set->max_adapters];
+        int32_t kept = 0;
+        for (int32_t i = 0; i < set->counts[c]; i++)
+            if (e[i].slot != id) e[kept++] = e[i];
+        set->counts[c] = kept;
+    }
+    slot->lora = NULL;
+    set->n_attached--;
+    return WISP_OK;
+}
+
+int32_t wisp_adapter_count(const wisp_ctx *ctx) { return ctx->adapters.n_attached; }
+
+typedef struct apply_job {
+    const wisp_kernels *k;
+    const wisp_lora_pair *p;
+    const float *x;
+    int64_t ldx;
+    int32_t n_tok;
+    float *h; /* [n_tok][rank] */
+    float *y;
+    int64_t ldy;
+    float scale;
+} apply_job;
+
+/* h[t][r] = A_r . x_t, one (t, r) item per call */
+static void down_job(void *arg, int ith, int nth) {
+    const apply_job *j = arg;
+    const wisp_lora_pair *p = j->p;
+    size_t row = (size_t)p->n_in * lora_elem_bytes(p->type);
+    int64_t lo, hi;
+    wisp_split((int64_t)j->n_tok * p->rank, ith, nth, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t t = i / p->rank, r = i % p->rank;
+        j->h[i] = wisp_lora_row_dot(j->k, p->type, (const uint8_t *)p->a + (size_t)r * row, j->x + t * j->ldx, p->n_in);
+    }
+}
+
+/* y[t][o] += scale * B_o . h_t, split over output rows */
+static void up_job(void *arg, int ith, int nth) {
+    const apply_job *j = arg;
+    const wisp_lora_pair *p = j->p;
+    size_t row = (size_t)p->rank * lora_elem_bytes(p->type);
+    int64_t lo, hi;
+    wisp_split(p->n_out, ith, nth, &lo, &hi);
+    for (int32_t t = 0; t < j->n_tok; t++) {
+        const float *h = j->h + (size_t)t * p->rank;
+        float *y = j->y + t * j->ldy;
+        for (int64_t o = lo; o < hi; o++)
+            y[o] += j->scale * wisp_lora_row_dot(j->k, p->type, (const uint8_t *)p->b + (size_t)o * row, h, p->rank);
+    }
+}
+
+/* Below this many multiply-adds a job costs more to hand out than to run. */
+#define LORA_PARALLEL_MIN 32768
+
+void wisp_adapters_apply(const wisp_adapter_set *set, wisp_exec *e, int32_t layer, int proj, const float *x,
+                         int64_t ldx, int32_t n_tok, float *y, int64_t ldy) {
+    if (set->n_attached == 0) return;
+    size_t cell = (size_t)layer * WISP_PROJ_COUNT + (size_t)proj;
+    const wisp_adapter_entry *entries = &set->entries[cell * (size_t)set->max_adapters];
+    for (int32_t i = 0; i < set->counts[cell]; i++) {
+        const wisp_lora_pair *p = entries[i].pair;
+        apply_job j = {&e->k, p, x, ldx, n_tok, set->h, y, ldy, set->slots[entries[i].slot].scale * p->scale};
+        bool wide = (int64_t)n_tok * p->rank * (p->n_in + p->n_out) >= LORA_PARALLEL_MIN;
+        if (wide) wisp_exec_parallel(e, down_job, &j);
+        else down_job(&j, 0, 1);
+        if (wide) wisp_exec_parallel(e, up_job, &j);
+        else up_job(&j, 0, 1);
+    }
+}

@@ -1,0 +1,174 @@
+/* The inside of LoRA training: what the planner carves and the passes use.
+ * Private to core/ (the public calls are in wisp.h).
+ *
+ * Shapes: S = seq_len positions per sequence, B = micro_batch sequences,
+ * T = B x S token rows per micro-step; D = dim, Q = n_heads x head_dim,
+ * KV = n_kv_heads x head_dim, F = ffn_dim, H = n_heads, V = n_vocab.
+ *
+ * Saved activations (part ACTIVATIONS) of layer l, in cfg.act_type:
+ *   x_in [T][D]            the layer's input (always saved)
+ *   q    [T][Q]            queries after RoPE
+ *   kh, vh [B][KVH][S][hd] keys after RoPE and values, per kv head
+ *   o    [T][Q]            attention output (input of attn_output)
+ *   x_mid [T][D]           residual stream after attention
+ *   g, u [T][F]            ffn_gate and ffn_up outputs
+ *   lse  [T][H]  (F32)     log-sum-exp of each query's attention scores
+ *   h[p] [T][rank] (F32)   A x of each adapted projection p
+ * With checkpointing only x_in is saved per layer; the rest lives once in
+ * the scratch and is recomputed from x_in during the backward pass.
+ *
+ * Views: the passes always work on F32 pointers (train_views). With F32
+ * storage and no checkpointing they point straight at the saved arrays;
+ * otherwise at scratch arrays that are converted to/from the saved ones
+ * (reduced precision) or simply recomputed (checkpointing). */
+#ifndef WISP_TRAIN_H
+#define WISP_TRAIN_H
+
+#include "context.h"
+
+typedef struct train_saved {
+    void *x_in, *q, *kh, *vh, *o, *x_mid, *g, *u;
+    float *lse;
+    float *h[WISP_PROJ_COUNT];
+} train_saved;
+
+typedef struct train_views {
+    float *xin;  /* layer input */
+    float *xout; /* layer output (NULL: recomputing, the ffn_down output is not needed) */
+    float *q, *kh, *vh, *o, *lse, *xmid, *g, *u;
+    float *h[WISP_PROJ_COUNT];
+} train_views;
+
+typedef struct wisp_train {
+    wisp_train_config cfg; /* resolved: no zero defaults left */
+    wisp_exec exec;        /* the context's kernels and threads, with an activation buffer for T rows */
+    const wisp_model *model;
+    int32_t S, B, D, Q, KV, F, H, KVH, hd, V, L;
+    int32_t loss_chunk;
+    float scale;           /* alpha / rank (or alpha / sqrt(rank)) */
+    size_t act_elem;       /* bytes of a saved activation element */
+
+    /* the trainable adapter: one flat array, pair by pair A then B */
+    int32_t n_pairs;
+    wisp_lora_pair *pairs, *grad_pairs;
+    wisp_lora lora, grads;
+    int32_t *pair_of;      /* [L][WISP_PROJ_COUNT]: pair index or -1 */
+    int32_t lowest_layer;  /* below it no gradient is needed */
+    size_t n_params;
+    float *params, *grad, *m1, *m2; /* m2 only for AdamW; m1 NULL for SGD without momentum */
+
+    train_saved *saved;    /* [L] */
+
+    /* scratch, all F32: the views used when storage is reduced or checkpointed ... */
+    float *w_xmid, *w_q, *w_kh, *w_vh, *w_o, *w_lse, *w_g, *w_u, *w_h[WISP_PROJ_COUNT];
+    /* ... and what every pass needs */
+    float *x;        /* [T][D] residual stream / last layer output */
+    float *xn;       /* [T][max(D,Q)] normalized input of a projection group */
+    float *k, *v;    /* [T][KV] token-major keys and values (and their gradients) */
+    float *act;      /* [T][F] silu(g) * u, then d u */
+    float *dact;     /* [T][F] gradient of act, then d g */
+    float *dx;       /* [T][D] gradient of the residual stream */
+    float *dxn;      /* [T][max(D,Q)] gradient of a normalized input */
+    float *dout;     /* [T][Q] gradient of the attention output */
+    float *dq;       /* [T][Q] */
+    float *dkh, *dvh;/* [B][KVH][S][hd] */
+    float *dsum;     /* [T][H] rowsum(dO * O) per query */
+    float *dh;       /* [T][rank] gradient of A x */
+    float *drop;     /* [T][max n_in] dropped-out LoRA input (dropout > 0 only) */
+    float *logits;   /* [loss_chunk][V] */
+    double *tok_loss;/* [T] cross-entropy per target */
+    float *rope;     /* [S][rope_dim] */
+    float *scores;   /* [n_threads][3 * WISP_ATTN_BLOCK] attention scores, dO.V products, weights */
+    float *tile;     /* [n_threads][backward_tile] dequantized weight tiles (matmul_t.h) */
+    float *tile_out; /* [n_threads][tile_out_floats] their products */
+    size_t tile_out_floats;
+
+    /* progress */
+    int64_t step;          /* optimizer steps done */
+    int64_t micro_total;   /* micro-steps ever run: keys the dropout masks */
+    int32_t micro_in_accum;/* micro-steps since the last optimizer step */
+    int32_t good_steps;    /* finite steps since the loss scale last changed */
+    float loss_scale;
+
+    /* the micro-step being run */
+    const int32_t *tokens; /* [n_seq][S + 1] */
+    int32_t n_seq, T;
+    bool dropout_on;
+} wisp_train;
+
+/* ---- train_plan.c ---- */
+/* Check and fill defaults of cfg->train (shapes against the model). */
+wisp_status wisp_train_resolve(const wisp_hparams *hp, wisp_config *cfg, wisp_error *err);
+/* Add the training parts to plan[] (nothing when training is off). */
+void wisp_train_plan(const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg, size_t act_row_bytes,
+                     size_t plan[WISP_PART_COUNT]);
+/* Carve exactly what wisp_train_plan counted and initialise the adapter. */
+wisp_status wisp_train_carve(wisp_ctx *ctx, const wisp_gguf *g, wisp_arena *a, size_t act_row_bytes, wisp_error *err);
+
+/* ---- train_forward.c ---- */
+typedef enum train_pass { TRAIN_PASS_SAVE, TRAIN_PASS_EVAL, TRAIN_PASS_RECOMPUTE } train_pass;
+void wisp_train_views_of(wisp_train *tr, int32_t layer, train_views *v);
+/* Embeddings of the micro-step's tokens into layer 0's input view. */
+void wisp_train_embed(wisp_train *tr);
+/* One layer forward on views v; TRAIN_PASS_SAVE also stores what the
+ * backward pass needs when the views are not the saved arrays themselves. */
+void wisp_train_forward_layer(wisp_train *tr, int32_t layer, const train_views *v, train_pass pass);
+/* Make a layer's views hold its forward activations again before its
+ * backward pass: convert them from reduced precision, or recompute them
+ * from the saved input (checkpointing), or nothing (F32 storage). */
+void wisp_train_load_layer(wisp_train *tr, int32_t layer, const train_views *v);
+
+/* ---- train_backward.c ---- */
+void wisp_train_backward_layer(wisp_train *tr, int32_t layer, const train_views *v);
+
+/* ---- train_loss.c ---- */
+/* Cross-entropy of the final layer output tr->x; with `backward`, also
+ * writes the gradient of loss_scale x mean loss w.r.t. tr->x into tr->dx.
+ * Returns the mean loss over n_scored targets (0 when none). */
+double wisp_train_loss_head(wisp_train *tr, const uint8_t *mask, int32_t n_scored, bool backward);
+
+/* ---- train_lora.c ---- */
+/* y += scale * B (A drop(x)), keeping h = A drop(x) in `h` (y NULL: only h). */
+void wisp_train_lora_forward(wisp_train *tr, int32_t pair, int32_t layer, const float *x, float *h, float *y);
+/* Gradients of one adapted projection given dy: dB, dA accumulate; when dx
+ * is not NULL, dx += drop'(A^T dh). */
+void wisp_train_lora_backward(wisp_train *tr, int32_t pair, int32_t layer, const float *x, const float *h,
+                              const float *dy, float *dx);
+
+/* ---- attention_backward.c ---- */
+/* dq (token-major) and dkh/dvh (per kv head) of causal attention for the
+ * micro-step's sequences, recomputing probabilities from the saved lse. */
+void wisp_train_attention_backward(wisp_train *tr, const train_views *v, const float *dout);
+
+/* ---- train_ops.c: small row operations, threaded over tokens ---- */
+/* fn(arg, lo, hi) over [0, n) split between the workers. */
+void wisp_train_parallel(wisp_train *tr, int64_t n, void (*fn)(void *arg, int64_t lo, int64_t hi), void *arg);
+void wisp_train_rmsnorm_rows(wisp_train *tr, float *y, const float *x, const float *w, int32_t n_rows);
+/* dx += RMSNorm'(x, w)^T dy (dx may be NULL: then dx = ... is written into `out`) */
+void wisp_train_rmsnorm_backward(wisp_train *tr, float *dx, const float *x, const float *w, const float *dy,
+                                 int32_t n_rows, bool accumulate);
+void wisp_train_silu_mul_rows(wisp_train *tr, float *act, const float *g, const float *u);
+/* d act -> (d g into dact, d u into act) */
+void wisp_train_swiglu_backward(wisp_train *tr, float *dact, float *act, const float *g, const float *u);
+/* y = W x (+ adapter) (+ bias) for one projection of `layer`; h receives A x when adapted. */
+void wisp_train_project(wisp_train *tr, int32_t layer, int proj, const float *x, float *y, float *h,
+                        const float *bias);
+/* dx (+)= W^T dy, threads splitting columns. */
+void wisp_train_matmul_t(wisp_train *tr, const wisp_weight *w, const float *dy, int32_t n_tok, float *dx,
+                         bool accumulate);
+/* Token-major [T][KV] <-> per-kv-head [B][KVH][S][hd]. */
+void wisp_train_to_heads(const wisp_train *tr, const float *tok, float *heads);
+void wisp_train_from_heads(const wisp_train *tr, const float *heads, float *tok);
+/* Element conversions between F32 and the saved type. */
+void wisp_train_save_rows(const wisp_train *tr, void *dst, const float *src, size_t n);
+void wisp_train_load_rows(const wisp_train *tr, float *dst, const void *src, size_t n);
+
+/* ---- optimizer.c ---- */
+wisp_status wisp_train_apply_optimizer(wisp_train *tr, wisp_train_step_info *info, wisp_error *err);
+
+/* ---- dropout (train_lora.c) ---- */
+/* Whether input i of token row t of (layer, proj) was kept in micro-step
+ * number `micro` (0-based, counted over the context's life). */
+bool wisp_train_keep(const wisp_train *tr, int64_t micro, int32_t layer, int32_t proj, int64_t t, int64_t i);
+
+#endif

@@ -1,0 +1,70 @@
+/* The backward pass of one layer. On entry tr->dx holds the gradient of the
+ * layer's output; on exit the gradient of its input (when a lower layer
+ * still has adapters), and every adapted projection of the layer has added
+ * its dA and dB. Base weights are frozen: gradients flow through them with
+ * the transposed products (dequantized on the fly) but are never formed for
+ * them. Work that no gradient depends on is skipped: below the lowest
+ * adapted layer, and into the attention block of the lowest one when it has
+ * no attention adapter. */
+#include "rope.h"
+#include "train.h"
+
+static void rope_back(wisp_train *tr, float *x, int32_t n_heads, int32_t width) {
+    const wisp_hparams *hp = &tr->model->hp;
+    for (int32_t t = 0; t < tr->T; t++)
+        wisp_rope_apply(x + (size_t)t * width, n_heads, hp->head_dim, hp->rope_dim,
+                        tr->rope + (size_t)(t % tr->S) * hp->rope_dim, hp->rope_neox, true);
+}
+
+void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) {
+    const wisp_layer *W = &tr->model->layers[l];
+    const int32_t *pair = tr->pair_of + (size_t)l * WISP_PROJ_COUNT, T = tr->T;
+    bool below = l > tr->lowest_layer;
+    bool need_attn = below || pair[WISP_PROJ_Q] >= 0 || pair[WISP_PROJ_K] >= 0 || pair[WISP_PROJ_V] >= 0 ||
+                     pair[WISP_PROJ_O] >= 0;
+    bool need_ffn_in = need_attn || pair[WISP_PROJ_GATE] >= 0 || pair[WISP_PROJ_UP] >= 0;
+
+    /* ---- feed-forward block: out = x_mid + W_down (silu(g) u) ---- */
+    if (!tr->cfg.checkpointing) wisp_train_silu_mul_rows(tr, tr->act, v->g, v->u); /* recomputing did it */
+    if (need_ffn_in) wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_DOWN], tr->dx, T, tr->dact, false);
+    if (pair[WISP_PROJ_DOWN] >= 0)
+        wisp_train_lora_backward(tr, pair[WISP_PROJ_DOWN], l, tr->act, v->h[WISP_PROJ_DOWN], tr->dx,
+                                 need_ffn_in ? tr->dact : NULL);
+    if (!need_ffn_in) return;
+    wisp_train_swiglu_backward(tr, tr->dact, tr->act, v->g, v->u); /* dact := d g, act := d u */
+    wisp_train_rmsnorm_rows(tr, tr->xn, v->xmid, W->ffn_norm, T);
+    float *dxn = need_attn ? tr->dxn : NULL;
+    if (need_attn) {
+        wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_GATE], tr->dact, T, tr->dxn, false);
+        wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_UP], tr->act, T, tr->dxn, true);
+    }
+    if (pair[WISP_PROJ_GATE] >= 0)
+        wisp_train_lora_backward(tr, pair[WISP_PROJ_GATE], l, tr->xn, v->h[WISP_PROJ_GATE], tr->dact, dxn);
+    if (pair[WISP_PROJ_UP] >= 0)
+        wisp_train_lora_backward(tr, pair[WISP_PROJ_UP], l, tr->xn, v->h[WISP_PROJ_UP], tr->act, dxn);
+    if (!need_attn) return;
+    wisp_train_rmsnorm_backward(tr, tr->dx, v->xmid, W->ffn_norm, tr->dxn, T, true); /* + the residual's */
+
+    /* ---- attention block: x_mid = x_in + W_o attention(rope(W_q xn), rope(W_k xn), W_v xn) ---- */
+    bool need_qkv = below || pair[WISP_PROJ_Q] >= 0 || pair[WISP_PROJ_K] >= 0 || pair[WISP_PROJ_V] >= 0;
+    if (need_qkv) wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_O], tr->dx, T, tr->dout, false);
+    if (pair[WISP_PROJ_O] >= 0)
+        wisp_train_lora_backward(tr, pair[WISP_PROJ_O], l, v->o, v->h[WISP_PROJ_O], tr->dx, need_qkv ? tr->dout : NULL);
+    if (!need_qkv) return;
+    wisp_train_attention_backward(tr, v, tr->dout);
+    wisp_train_from_heads(tr, tr->dkh, tr->k);
+    wisp_train_from_heads(tr, tr->dvh, tr->v);
+    rope_back(tr, tr->dq, tr->H, tr->Q);
+    rope_back(tr, tr->k, tr->KVH, tr->KV);
+    wisp_train_rmsnorm_rows(tr, tr->xn, v->xin, W->attn_norm, T);
+    dxn = below ? tr->dxn : NULL;
+    if (below) {
+        wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_Q], tr->dq, T, tr->dxn, false);
+        wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_K], tr->k, T, tr->dxn, true);
+        wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_V], tr->v, T, tr->dxn, true);
+    }
+    const float *dy[3] = {tr->dq, tr->k, tr->v};
+    for (int p = WISP_PROJ_Q; p <= WISP_PROJ_V; p++)
+        if (pair[p] >= 0) wisp_train_lora_backward(tr, pair[p], l, tr->xn, v->h[p], dy[p], dxn);
+    if (below) wisp_train_rmsnorm_backward(tr, tr->dx, v->xin, W->attn_norm, tr->dxn, T, true);
+}

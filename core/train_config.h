@@ -1,0 +1,72 @@
+/* What a context is planned and carved for when it trains a LoRA adapter:
+ * the shapes that size the arena (sequence length, micro-batch, rank,
+ * targets, optimizer, saved-activation type, checkpointing) and the
+ * hyperparameters the steps read. Part of wisp_config (cfg.train); training
+ * is off while seq_len is 0. Zero fields take the defaults noted. */
+#ifndef WISP_TRAIN_CONFIG_H
+#define WISP_TRAIN_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum wisp_optimizer_kind {
+    WISP_OPTIMIZER_ADAMW, /* Adam with decoupled weight decay (PyTorch AdamW) */
+    WISP_OPTIMIZER_SGD    /* SGD with momentum (PyTorch SGD, dampening 0, coupled weight decay) */
+} wisp_optimizer_kind;
+
+typedef enum wisp_schedule_kind {
+    WISP_SCHEDULE_CONSTANT, /* warmup (if any), then constant */
+    WISP_SCHEDULE_COSINE,   /* linear warmup, then cosine decay to min_lr_ratio x lr (HF's) */
+    WISP_SCHEDULE_LINEAR,   /* linear warmup, then linear decay to min_lr_ratio x lr (HF's) */
+    WISP_SCHEDULE_ONECYCLE  /* PyTorch OneCycleLR, cosine: lr/25 up to lr over the warmup, then down to lr/25e4 */
+} wisp_schedule_kind;
+
+#define WISP_TARGETS_ALL 0x7fu /* every projection: 1u << WISP_PROJ_Q | ... | 1u << WISP_PROJ_DOWN */
+
+typedef struct wisp_train_config {
+    /* ---- shapes: these size the plan ---- */
+    int32_t seq_len;      /* positions the model sees per sequence (a window holds seq_len + 1 tokens); 0: off */
+    int32_t micro_batch;  /* sequences per micro-step; 0: 1 */
+    int32_t rank;         /* LoRA rank; 0: 8 */
+    uint32_t targets;     /* bitmask of 1u << wisp_proj; 0: WISP_TARGETS_ALL */
+    int32_t optimizer;    /* wisp_optimizer_kind */
+    int32_t act_type;     /* saved activations: WISP_TYPE_F32 (0, default), WISP_TYPE_BF16 or WISP_TYPE_F16 */
+    bool checkpointing;   /* keep only each layer's input and recompute the rest during the backward pass */
+    int32_t loss_chunk;   /* tokens whose logits exist at once; 0: as many as fit 16 MiB of logits */
+    int32_t backward_tile;/* floats per worker for weight tiles dequantized in the backward pass; 0: 32768 */
+
+    /* ---- LoRA ---- */
+    float alpha;          /* 0: 2 x rank */
+    bool rslora;          /* scale alpha / sqrt(rank) instead of alpha / rank */
+    float dropout;        /* probability of zeroing an input of the LoRA path, in [0, 1) */
+    uint64_t seed;        /* initialisation of A and dropout masks */
+
+    /* ---- optimizer and schedule ---- */
+    float lr;             /* peak learning rate; 0: 1e-3 */
+    float beta1, beta2;   /* AdamW; 0: 0.9, 0.999 */
+    float eps;            /* AdamW; 0: 1e-8 */
+    float weight_decay;   /* 0 by default, as Hugging Face's Trainer */
+    float momentum;       /* SGD; 0: 0.9 (negative: none) */
+    int32_t schedule;     /* wisp_schedule_kind */
+    int32_t warmup_steps; /* 1cycle: 0 means 30% of total_steps */
+    int64_t total_steps;  /* optimizer steps planned; needed by every schedule but constant */
+    float min_lr_ratio;   /* cosine / linear decay floor, as a fraction of lr */
+    float clip_norm;      /* global gradient-norm clipping; 0: off */
+
+    /* ---- F16 storage: dynamic loss scaling ---- */
+    float loss_scale;     /* initial scale for act_type F16; 0: 65536 (always 1 otherwise) */
+    int32_t loss_scale_window; /* good steps before the scale doubles; 0: 1000 */
+} wisp_train_config;
+
+/* Facts of one optimizer step, for logs and progress lines. */
+typedef struct wisp_train_step_info {
+    int64_t step;         /* optimizer steps done, this one included */
+    float lr;             /* learning rate this step used */
+    float grad_norm;      /* global L2 norm of the averaged gradient, before clipping */
+    float loss_scale;     /* the dynamic loss scale now (1 unless act_type is F16) */
+    bool clipped;         /* the gradient was scaled down to clip_norm */
+    bool skipped;         /* the gradient was not finite (an F16 overflow under loss scaling, or NaN/Inf from
+                             the model or data): nothing was updated, the step does not count */
+} wisp_train_step_info;
+
+#endif

@@ -1,0 +1,136 @@
+/* The public training calls: a micro-step (forward, loss, backward into the
+ * accumulated gradients), an evaluation, and access to the adapter. */
+#include <string.h>
+
+#include "half.h"
+#include "train.h"
+
+static wisp_status need_train(const wisp_ctx *ctx, wisp_error *err) {
+    if (!ctx->train)
+        return wisp_fail(err, WISP_ERR_ARG, "this context was not planned for training (set cfg.train.seq_len)");
+    return WISP_OK;
+}
+
+/* Validate a batch and make it the current one; returns the scored targets. */
+static wisp_status begin_batch(wisp_train *tr, const int32_t *tokens, const uint8_t *mask, int32_t n_seq,
+                               int32_t *n_scored, wisp_error *err) {
+    if (!tokens) return wisp_fail(err, WISP_ERR_ARG, "no tokens given");
+    if (n_seq < 1 || n_seq > tr->B)
+        return wisp_fail(err, WISP_ERR_ARG, "%d sequences given; this context takes 1..%d per micro-step", n_seq, tr->B);
+    size_t n = (size_t)n_seq * (size_t)(tr->S + 1);
+    for (size_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= tr->V)
+            return wisp_fail(err, WISP_ERR_ARG, "token id %d (sequence %zu, position %zu) is outside the vocabulary (0..%d)",
+                             tokens[i], i / (size_t)(tr->S + 1), i % (size_t)(tr->S + 1), tr->V - 1);
+    int32_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i % (size_t)(tr->S + 1) != 0 && (!mask || mask[i])) count++;
+    tr->tokens = tokens;
+    tr->n_seq = n_seq;
+    tr->T = n_seq * tr->S;
+    *n_scored = count;
+    return WISP_OK;
+}
+
+static void forward(wisp_train *tr, train_pass pass) {
+    wisp_train_embed(tr);
+    for (int32_t l = 0; l < tr->L; l++) {
+        train_views v;
+        wisp_train_views_of(tr, l, &v);
+        wisp_train_forward_layer(tr, l, &v, pass);
+    }
+}
+
+/* A training context with this batch as the current one. */
+static wisp_status start(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *mask, int32_t n_seq, bool dropout,
+                         int32_t *n_scored, wisp_error *err) {
+    wisp_status s = need_train(ctx, err);
+    if (s) return s;
+    if ((s = begin_batch(ctx->train, tokens, mask, n_seq, n_scored, err))) return s;
+    ctx->train->dropout_on = dropout && ctx->train->cfg.dropout > 0;
+    return WISP_OK;
+}
+
+wisp_status wisp_train_micro_step(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
+                                  double *loss, int32_t *n_scored, wisp_error *err) {
+    int32_t n = 0;
+    wisp_status s = start(ctx, tokens, loss_mask, n_seq, true, &n, err);
+    if (s) return s;
+    wisp_train *tr = ctx->train;
+    forward(tr, TRAIN_PASS_SAVE);
+    double mean = wisp_train_loss_head(tr, loss_mask, n, n > 0);
+    for (int32_t l = tr->L - 1; n > 0 && l >= tr->lowest_layer; l--) {
+        train_views v;
+        wisp_train_views_of(tr, l, &v);
+        wisp_train_load_layer(tr, l, &v);
+        wisp_train_backward_layer(tr, l, &v);
+    }
+    tr->micro_total++;
+    tr->micro_in_accum++;
+    if (loss) *loss = mean;
+    if (n_scored) *n_scored = n;
+    return WISP_OK;
+}
+
+wisp_status wisp_train_eval(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
+                            double *loss, int32_t *n_scored, wisp_error *err) {
+    int32_t n = 0;
+    wisp_status s = start(ctx, tokens, loss_mask, n_seq, false, &n, err);
+    if (s) return s;
+    wisp_train *tr = ctx->train;
+    forward(tr, TRAIN_PASS_EVAL);
+    double mean = wisp_train_loss_head(tr, loss_mask, n, false);
+    if (loss) *loss = mean;
+    if (n_scored) *n_scored = n;
+    return WISP_OK;
+}
+
+wisp_status wisp_train_optimizer_step(wisp_ctx *ctx, wisp_train_step_info *info, wisp_error *err) {
+    wisp_status s = need_train(ctx, err);
+    if (s) return s;
+    wisp_train_step_info local;
+    return wisp_train_apply_optimizer(ctx->train, info ? info : &local, err);
+}
+
+const wisp_lora *wisp_train_lora(const wisp_ctx *ctx) { return ctx->train ? &ctx->train->lora : NULL; }
+const wisp_lora *wisp_train_gradients(const wisp_ctx *ctx) { return ctx->train ? &ctx->train->grads : NULL; }
+int64_t wisp_train_steps(const wisp_ctx *ctx) { return ctx->train ? ctx->train->step : 0; }
+float wisp_train_loss_scale(const wisp_ctx *ctx) { return ctx->train ? ctx->train->loss_scale : 1.0f; }
+
+static void copy_matrix(float *dst, const void *src, int32_t type, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const uint16_t *h = src;
+        dst[i] = type == WISP_TYPE_F32 ? ((const float *)src)[i]
+                 : type == WISP_TYPE_F16 ? wisp_f16_to_f32(h[i])
+                                         : wisp_bf16_to_f32(h[i]);
+    }
+}
+
+wisp_status wisp_train_set_lora(wisp_ctx *ctx, const wisp_lora *src, wisp_error *err) {
+    wisp_status s = need_train(ctx, err);
+    if (s) return s;
+    wisp_train *tr = ctx->train;
+    if (!src || (src->n_pairs > 0 && !src->pairs) || src->n_pairs < 0) return wisp_fail(err, WISP_ERR_ARG, "no adapter given");
+    for (int pass = 0; pass < 2; pass++) /* check everything, then copy */
+        for (int32_t i = 0; i < src->n_pairs; i++) {
+            const wisp_lora_pair *p = &src->pairs[i];
+            bool in_range = p->layer >= 0 && p->layer < tr->L && p->proj >= 0 && p->proj < WISP_PROJ_COUNT;
+            int32_t k = in_range ? tr->pair_of[p->layer * WISP_PROJ_COUNT + p->proj] : -1;
+            if (k < 0)
+                return wisp_fail(err, WISP_ERR_SHAPE, "blk.%d.%s is not among the trained projections", p->layer,
+                                 wisp_proj_gguf_name(p->proj));
+            const wisp_lora_pair *d = &tr->pairs[k];
+            if (p->rank != d->rank || p->n_in != d->n_in || p->n_out != d->n_out)
+                return wisp_fail(err, WISP_ERR_SHAPE, "blk.%d.%s: rank %d, %d x %d given; the trained pair is rank %d, %d x %d",
+                                 p->layer, wisp_proj_gguf_name(p->proj), p->rank, p->n_in, p->n_out, d->rank, d->n_in,
+                                 d->n_out);
+            if (p->type != WISP_TYPE_F32 && p->type != WISP_TYPE_F16 && p->type != WISP_TYPE_BF16)
+                return wisp_fail(err, WISP_ERR_UNSUPPORTED, "blk.%d.%s: tensors must be F32, F16 or BF16", p->layer,
+                                 wisp_proj_gguf_name(p->proj));
+            if (!p->a || !p->b) return wisp_fail(err, WISP_ERR_ARG, "blk.%d.%s: missing A or B", p->layer, wisp_proj_gguf_name(p->proj));
+            if (pass == 0) continue;
+            copy_matrix((float *)(uintptr_t)d->a, p->a, p->type, (size_t)d->rank * (size_t)d->n_in);
+            copy_matrix((float *)(uintptr_t)d->b, p->b, p->type, (size_t)d->rank * (size_t)d->n_out);
+        }
+    return WISP_OK;
+}

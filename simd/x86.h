@@ -1,0 +1,39 @@
+/* The x86-64 levels: AVX2 (+FMA, F16C) and AVX-512 (F/BW/VL/DQ + VNNI).
+ * Both are compiled into every x86-64 build with per-function target
+ * attributes (never -march flags), so one binary runs anywhere and picks the
+ * best level the CPU reports. Call a constructor only when the CPU has the
+ * features (wisp_cpu_features.avx2_fma / .avx512).
+ *
+ * What matches the scalar reference, and how closely (tests/unit/
+ * test_simd_kernels.c checks each claim):
+ *  - quantized matmuls (every legacy and K-quant type): bit for bit. Each
+ *    block's integer sum is exact, and the float steps that follow are the
+ *    reference's own operations in its order, one row per vector lane, never
+ *    fused. So any row split, tile shape or batch size gives the same bits;
+ *  - activation quantization (Q8_0, Q8_1, Q8_K), axpy, scale and the
+ *    F16/BF16 conversions: bit for bit;
+ *  - F32/F16/BF16 matmuls and the dot products sum in another order (one
+ *    accumulator per lane, fused multiply-adds): |fast - ref| <=
+ *    (n/8 + n/32 + 40) * 2^-24 * sum|w_i x_i| (both orders' worst-case
+ *    rounding bounds added);
+ *  - rmsnorm: the double sum of squares is taken in another order, so the
+ *    scale can differ in its last bit: relative 2^-22;
+ *  - silu_mul: a polynomial exp: relative 2^-20 (absolute 2^-100 near 0);
+ *  - attention's inner loops: attn_values bit for bit, attn_scores within
+ *    the dot bound.
+ * Activation bytes must be in [-127, 127], as every Q8 quantizer writes them.
+ * AVX512_BF16 is not used: its dot products round the float activations to
+ * bfloat16, which BF16 weights against F32 activations (the reference) do
+ * not allow within the bound above; BF16 rows widen exactly by shifting. */
+#ifndef WISP_SIMD_X86_H
+#define WISP_SIMD_X86_H
+
+#include "kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define WISP_HAVE_X86 1
+const wisp_kernels *wisp_kernels_avx2(void);
+const wisp_kernels *wisp_kernels_avx512(void);
+#endif
+
+#endif

@@ -1,0 +1,264 @@
+#include "ref_model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "types.h"
+
+double ref_uniform(uint64_t *s) {
+    /* splitmix64: good enough spread for test data, identical everywhere */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+void ref_proj_shape(const wisp_hparams *hp, int32_t proj, int32_t *n_in, int32_t *n_out) {
+    int32_t q = hp->n_heads * hp->head_dim, kv = hp->n_kv_heads * hp->head_dim;
+    switch (proj) {
+    case WISP_PROJ_Q: *n_in = hp->dim, *n_out = q; break;
+    case WISP_PROJ_K:
+    case WISP_PROJ_V: *n_in = hp->dim, *n_out = kv; break;
+    case WISP_PROJ_O: *n_in = q, *n_out = hp->dim; break;
+    case WISP_PROJ_DOWN: *n_in = hp->ffn_dim, *n_out = hp->dim; break;
+    default: *n_in = hp->dim, *n_out = hp->ffn_dim; break;
+    }
+}
+
+static double *deq_weight(const wisp_weight *w) {
+    double *d = malloc(sizeof(double) * (size_t)w->rows * (size_t)w->cols);
+    float *row = malloc(sizeof(float) * (size_t)w->cols);
+    if (!d || !row) {
+        free(d);
+        free(row);
+        return NULL;
+    }
+    for (int32_t r = 0; r < w->rows; r++) {
+        wisp_type_info_of(w->type)->dequantize(w->data + (size_t)r * w->row_bytes, row, w->cols);
+        for (int32_t c = 0; c < w->cols; c++) d[(size_t)r * w->cols + c] = row[c];
+    }
+    free(row);
+    return d;
+}
+
+static double *copy_vec(const float *v, size_t n) {
+    if (!v) return NULL;
+    double *d = malloc(sizeof(double) * n);
+    if (d)
+        for (size_t i = 0; i < n; i++) d[i] = v[i];
+    return d;
+}
+
+bool ref_model_load(ref_model *r, const wisp_model *m) {
+    memset(r, 0, sizeof *r);
+    const wisp_hparams *hp = &m->hp;
+    r->hp = *hp;
+    size_t L = (size_t)hp->n_layers, D = (size_t)hp->dim;
+    int32_t q = hp->n_heads * hp->head_dim, kv = hp->n_kv_heads * hp->head_dim;
+    r->embd = deq_weight(&m->tok_embd);
+    r->out = deq_weight(&m->output);
+    r->out_norm = copy_vec(m->output_norm, D);
+    r->attn_norm = malloc(sizeof(double) * L * D);
+    r->ffn_norm = malloc(sizeof(double) * L * D);
+    bool ok = r->embd && r->out && r->out_norm && r->attn_norm && r->ffn_norm;
+    for (int p = 0; p < WISP_PROJ_COUNT && ok; p++) {
+        int32_t n_in, n_out;
+        ref_proj_shape(hp, p, &n_in, &n_out);
+        size_t per = (size_t)n_in * (size_t)n_out;
+        r->w[p] = malloc(sizeof(double) * L * per);
+        ok = r->w[p] != NULL;
+        for (size_t l = 0; l < L && ok; l++) {
+            double *w = deq_weight(&m->layers[l].proj[p]);
+            ok = w != NULL;
+            if (ok) memcpy(r->w[p] + l * per, w, sizeof(double) * per);
+            free(w);
+        }
+    }
+    if (ok && m->layers[0].bias_q) {
+        r->bq = malloc(sizeof(double) * L * (size_t)q);
+        r->bk = malloc(sizeof(double) * L * (size_t)kv);
+        r->bv = malloc(sizeof(double) * L * (size_t)kv);
+        ok = r->bq && r->bk && r->bv;
+    }
+    for (size_t l = 0; l < L && ok; l++) {
+        for (size_t i = 0; i < D; i++) {
+            r->attn_norm[l * D + i] = m->layers[l].attn_norm[i];
+            r->ffn_norm[l * D + i] = m->layers[l].ffn_norm[i];
+        }
+        if (r->bq) {
+            for (int32_t i = 0; i < q; i++) r->bq[l * (size_t)q + (size_t)i] = m->layers[l].bias_q[i];
+            for (int32_t i = 0; i < kv; i++) {
+                r->bk[l * (size_t)kv + (size_t)i] = m->layers[l].bias_k[i];
+                r->bv[l * (size_t)kv + (size_t)i] = m->layers[l].bias_v[i];
+            }
+        }
+    }
+    if (!ok) ref_model_free(r);
+    return ok;
+}
+
+void ref_model_free(ref_model *r) {
+    free(r->embd);
+    free(r->out);
+    free(r->out_norm);
+    free(r->attn_norm);
+    free(r->ffn_norm);
+    for (int p = 0; p < WISP_PROJ_COUNT; p++) free(r->w[p]);
+    free(r->bq);
+    free(r->bk);
+    free(r->bv);
+    memset(r, 0, sizeof *r);
+}
+
+static void rmsnorm(double *y, const double *x, const double *w, int32_t n, double eps) {
+    double ss = 0;
+    for (int32_t i = 0; i < n; i++) ss += x[i] * x[i];
+    double s = 1.0 / sqrt(ss / n + eps);
+    for (int32_t i = 0; i < n; i++) y[i] = x[i] * s * w[i];
+}
+
+/* y[n_out] = W x + bias + sum of the LoRA pairs on (layer, proj); t is the token row (for dropout) */
+static void project(const ref_model *r, int32_t layer, int32_t proj, int32_t t, const double *bias, const double *x,
+                    double *y) {
+    int32_t n_in, n_out;
+    ref_proj_shape(&r->hp, proj, &n_in, &n_out);
+    const double *w = r->w[proj] + (size_t)layer * (size_t)n_in * (size_t)n_out;
+    for (int32_t o = 0; o < n_out; o++) {
+        double s = bias ? bias[o] : 0.0;
+        for (int32_t i = 0; i < n_in; i++) s += w[(size_t)o * n_in + i] * x[i];
+        y[o] = s;
+    }
+    for (int32_t k = 0; k < r->n_lora; k++) {
+        const ref_lora *l = &r->lora[k];
+        if (l->layer != layer || l->proj != proj) continue;
+        for (int32_t j = 0; j < l->rank; j++) {
+            double h = 0;
+            for (int32_t i = 0; i < n_in; i++) {
+                double xi = x[i];
+                if (r->keep) xi = r->keep(r->keep_user, layer, proj, t, i) ? xi * r->keep_scale : 0.0;
+                h += l->a[(size_t)j * n_in + i] * xi;
+            }
+            for (int32_t o = 0; o < n_out; o++) y[o] += l->scale * l->b[(size_t)o * l->rank + j] * h;
+        }
+    }
+}
+
+static void rope(const wisp_hparams *hp, double *v, int32_t n_heads, int32_t pos) {
+    int32_t half = hp->rope_dim / 2;
+    for (int32_t h = 0; h < n_heads; h++) {
+        double *x = v + (size_t)h * hp->head_dim;
+        for (int32_t i = 0; i < half; i++) {
+            double a = pos * pow((double)hp->rope_base, -2.0 * i / hp->rope_dim);
+            int32_t p0 = hp->rope_neox ? i : 2 * i, p1 = hp->rope_neox ? i + half : 2 * i + 1;
+            double x0 = x[p0], x1 = x[p1];
+            x[p0] = x0 * cos(a) - x1 * sin(a);
+            x[p1] = x0 * sin(a) + x1 * cos(a);
+        }
+    }
+}
+
+void ref_forward(const ref_model *r, const int32_t *tokens, int32_t n, double *logits) {
+    const wisp_hparams *hp = &r->hp;
+    int32_t D = hp->dim, hd = hp->head_dim, H = hp->n_heads, KVH = hp->n_kv_heads, F = hp->ffn_dim;
+    int32_t Q = H * hd, KV = KVH * hd, V = hp->n_vocab;
+    size_t N = (size_t)n;
+    double *x = malloc(sizeof(double) * N * D), *xn = malloc(sizeof(double) * (size_t)(D > Q ? D : Q));
+    double *q = malloc(sizeof(double) * N * Q), *k = malloc(sizeof(double) * N * KV), *v = malloc(sizeof(double) * N * KV);
+    double *att = malloc(sizeof(double) * N * Q), *tmp = malloc(sizeof(double) * (size_t)(D > F ? D : F));
+    double *g = malloc(sizeof(double) * (size_t)F), *u = malloc(sizeof(double) * (size_t)F);
+    double *p = malloc(sizeof(double) * N);
+    for (size_t t = 0; t < N; t++) memcpy(x + t * D, r->embd + (size_t)tokens[t] * D, sizeof(double) * D);
+    for (int32_t l = 0; l < hp->n_layers; l++) {
+        for (int32_t t = 0; t < n; t++) {
+            rmsnorm(xn, x + (size_t)t * D, r->attn_norm + (size_t)l * D, D, hp->rms_eps);
+            project(r, l, WISP_PROJ_Q, t, r->bq ? r->bq + (size_t)l * Q : NULL, xn, q + (size_t)t * Q);
+            project(r, l, WISP_PROJ_K, t, r->bk ? r->bk + (size_t)l * KV : NULL, xn, k + (size_t)t * KV);
+            project(r, l, WISP_PROJ_V, t, r->bv ? r->bv + (size_t)l * KV : NULL, xn, v + (size_t)t * KV);
+            rope(hp, q + (size_t)t * Q, H, t);
+            rope(hp, k + (size_t)t * KV, KVH, t);
+        }
+        for (int32_t t = 0; t < n; t++)
+            for (int32_t h = 0; h < H; h++) {
+                const double *qh = q + (size_t)t * Q + (size_t)h * hd;
+                int32_t kvh = h / (H / KVH);
+                double m = -INFINITY, sum = 0;
+                for (int32_t j = 0; j <= t; j++) {
+                    double s = 0;
+                    for (int32_t i = 0; i < hd; i++) s += qh[i] * k[(size_t)j * KV + (size_t)kvh * hd + i];
+                    p[j] = s / sqrt((double)hd);
+                    if (p[j] > m) m = p[j];
+                }
+                for (int32_t j = 0; j <= t; j++) sum += (p[j] = exp(p[j] - m));
+                double *o = att + (size_t)t * Q + (size_t)h * hd;
+                for (int32_t i = 0; i < hd; i++) {
+                    double s = 0;
+                    for (int32_t j = 0; j <= t; j++) s += p[j] * v[(size_t)j * KV + (size_t)kvh * hd + i];
+                    o[i] = s / sum;
+                }
+            }
+        for (int32_t t = 0; t < n; t++) {
+            double *xt = x + (size_t)t * D;
+            project(r, l, WISP_PROJ_O, t, NULL, att + (size_t)t * Q, tmp);
+            for (int32_t i = 0; i < D; i++) xt[i] += tmp[i];
+            rmsnorm(xn, xt, r->ffn_norm + (size_t)l * D, D, hp->rms_eps);
+            project(r, l, WISP_PROJ_GATE, t, NULL, xn, g);
+            project(r, l, WISP_PROJ_UP, t, NULL, xn, u);
+            for (int32_t i = 0; i < F; i++) g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+            project(r, l, WISP_PROJ_DOWN, t, NULL, g, tmp);
+            for (int32_t i = 0; i < D; i++) xt[i] += tmp[i];
+        }
+    }
+    for (int32_t t = 0; t < n; t++) {
+        rmsnorm(xn, x + (size_t)t * D, r->out_norm, D, hp->rms_eps);
+        for (int32_t o = 0; o < V; o++) {
+            double s = 0;
+            for (int32_t i = 0; i < D; i++) s += r->out[(size_t)o * D + i] * xn[i];
+            logits[(size_t)t * V + o] = s;
+        }
+    }
+    free(x), free(xn), free(q), free(k), free(v), free(att), free(tmp), free(g), free(u), free(p);
+}
+
+double ref_loss(const ref_model *r, const int32_t *tokens, int32_t n, const uint8_t *mask) {
+    int32_t V = r->hp.n_vocab;
+    double *logits = malloc(sizeof(double) * (size_t)n * (size_t)V);
+    if (!logits) return NAN;
+    ref_forward(r, tokens, n, logits);
+    double total = 0;
+    int32_t scored = 0;
+    for (int32_t j = 1; j < n; j++) {
+        if (mask && !mask[j]) continue;
+        const double *z = logits + (size_t)(j - 1) * V;
+        double m = z[0], s = 0;
+        for (int32_t i = 1; i < V; i++)
+            if (z[i] > m) m = z[i];
+        for (int32_t i = 0; i < V; i++) s += exp(z[i] - m);
+        total += log(s) + m - z[tokens[j]];
+        scored++;
+    }
+    free(logits);
+    return scored ? total / scored : NAN;
+}
+
+ref_lora ref_lora_random(const wisp_hparams *hp, int32_t layer, int32_t proj, int32_t rank, double scale, double amp,
+                         uint64_t *rng) {
+    ref_lora l = {layer, proj, rank, 0, 0, NULL, NULL, scale};
+    ref_proj_shape(hp, proj, &l.n_in, &l.n_out);
+    l.a = malloc(sizeof(double) * (size_t)rank * (size_t)l.n_in);
+    l.b = malloc(sizeof(double) * (size_t)rank * (size_t)l.n_out);
+    if (!l.a || !l.b) {
+        ref_lora_free(&l);
+        return l;
+    }
+    for (size_t i = 0; i < (size_t)rank * (size_t)l.n_in; i++) l.a[i] = (2 * ref_uniform(rng) - 1) * amp;
+    for (size_t i = 0; i < (size_t)rank * (size_t)l.n_out; i++) l.b[i] = (2 * ref_uniform(rng) - 1) * amp;
+    return l;
+}
+
+void ref_lora_free(ref_lora *l) {
+    free(l->a);
+    free(l->b);
+    l->a = l->b = NULL;
+}

@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""An independent float64 reference for PEFT adapters in Hugging Face order.
+
+It rebuilds the Hugging Face view of a GGUF llama/qwen2 model (for arch llama
+the rows of q/k are put back from GGUF order, undoing llama.cpp's conversion
+permutation), applies PEFT adapters exactly as PEFT does (W + scaling * B @ A
+with lora_B in the folder's own, Hugging Face, row order) and runs the model
+with Hugging Face's rotate-half RoPE. If wisp's GGUF-order handling of q/k
+LoRA rows were wrong, its logits would not match these.
+
+usage: /usr/bin/python3 peft_reference.py BASE.gguf CASES.json [--lora PEFT_DIR[:SCALE]]... [--naive] > OUT.json
+--naive applies the adapters' q/k lora_B rows as if they were already in the
+model's GGUF order (what a converter that forgot the permutation would do):
+a negative control showing that the row order matters.
+CASES.json is any file in the schema of ../shared/golden/logits (its prompts and
+tokens are used); the output has the same schema. Test-only (numpy)."""
+import json
+import math
+import os
+import re
+import struct
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gguf_reader import Reader  # noqa: E402
+
+PROJ = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+        "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+        "ffn_down": "mlp.down_proj"}
+ST_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
+
+
+def read_safetensors(path):
+    buf = open(path, "rb").read()
+    (n,) = struct.unpack_from("<Q", buf, 0)
+    header = json.loads(buf[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        if info["dtype"] == "BF16":
+            raw = np.frombuffer(buf, np.uint16, (end - begin) // 2, base + begin).astype(np.uint32) << 16
+            arr = raw.view(np.float32)
+        else:
+            arr = np.frombuffer(buf, ST_DTYPES[info["dtype"]], offset=base + begin,
+                                count=(end - begin) // np.dtype(ST_DTYPES[info["dtype"]]).itemsize)
+        out[name] = arr.astype(np.float64).reshape(info["shape"])
+    return out
+
+
+def pattern_value(patterns, module, default):
+    """PEFT's rule: the first key P with re.match(rf"(.*\\.)?({P})$", module)."""
+    for key, value in (patterns or {}).items():
+        if re.match(rf"(.*\.)?({key})$", module):
+            return value
+    return default
+
+
+def load_peft(folder, scale):
+    cfg = json.load(open(os.path.join(folder, "adapter_config.json")))
+    tensors = read_safetensors(os.path.join(folder, "adapter_model.safetensors"))
+    deltas = {}
+    for name, a in tensors.items():
+        m = re.fullmatch(r"(?:base_model\.model\.)?(model\.layers\.(\d+)\.(\w+\.\w+))\.lora_A\.weight", name)
+        if not m:
+            continue
+        module, layer, proj = m.group(1), int(m.group(2)), m.group(3)
+        b = tensors[name.replace("lora_A", "lora_B")]
+        r = pattern_value(cfg.get("rank_pattern"), module, cfg.get("r", 8))
+        alpha = pattern_value(cfg.get("alpha_pattern"), module, cfg.get("lora_alpha", 8))
+        assert r == a.shape[0], f"{module}: rank {a.shape[0]} vs config {r}"
+        scaling = alpha / (math.sqrt(r) if cfg.get("use_rslora") else r)
+        deltas[(layer, proj)] = (scale * scaling, b, a)
+    return deltas
+
+
+def unpermute(w, n_head):
+    """GGUF (llama.cpp) row order -> Hugging Face order for q/k of arch llama."""
+    out_dim = w.shape[0]
+    return w.reshape(n_head, out_dim // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+class Model:
+    def __init__(self, path, adapters, naive=False):
+        g = Reader(path)
+        arch = g.meta["general.architecture"]
+        self.arch = arch
+        self.n_layer = g.meta[f"{arch}.block_count"]
+        self.n_head = g.meta[f"{arch}.attention.head_count"]
+        self.n_kv = g.meta.get(f"{arch}.attention.head_count_kv", self.n_head)
+        self.eps = g.meta.get(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)
+        self.base = g.meta.get(f"{arch}.rope.freq_base", 10000.0)
+        self.embd = g.tensor("token_embd.weight")
+        self.out = g.tensor("output.weight") if "output.weight" in g.tensors else self.embd
+        self.out_norm = g.tensor("output_norm.weight")
+        self.head_dim = self.embd.shape[1] // self.n_head
+        self.layers = []
+        for i in range(self.n_layer):
+            L = {"attn_norm": g.tensor(f"blk.{i}.attn_norm.weight"), "ffn_norm": g.tensor(f"blk.{i}.ffn_norm.weight")}
+            for gname, hname in PROJ.items():
+                w = g.tensor(f"blk.{i}.{gname}.weight")
+                if arch == "llama" and gname in ("attn_q", "attn_k"):
+                    w = unpermute(w, self.n_head if gname == "attn_q" else self.n_kv)
+                for d in adapters:
+                    if (i, hname) in d:
+                        s, b, a = d[(i, hname)]
+                        if naive and arch == "llama" and gname in ("attn_q", "attn_k"):
+                            # rows taken as GGUF order: in HF order they land permuted the other way
+                            b = unpermute(b, self.n_head if gname == "attn_q" else self.n_kv)
+                        w = w + s * (b @ a)
+                L[hname] = w
+            for b in ("attn_q", "attn_k", "attn_v"):
+                name = f"blk.{i}.{b}.bias"
+                L[b + ".bias"] = g.tensor(name) if name in g.tensors else 0.0
+            self.layers.append(L)
+
+    def rms(self, x, w):
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
+
+    def rope(self, x, pos):
+        """Hugging Face's rotate_half: pairs (i, i + d/2)."""
+        d = self.head_dim
+        inv = self.base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+        ang = np.outer(pos, inv)
+        cos = np.concatenate([np.cos(ang), np.cos(ang)], axis=-1)[:, None, :]
+        sin = np.concatenate([np.sin(ang), np.sin(ang)], axis=-1)[:, None, :]
+        rot = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
+        return x * cos + rot * sin
+
+    def forward(self, tokens):
+        n, hd = len(tokens), self.head_dim
+        x = self.embd[tokens]
+        pos = np.arange(n, dtype=np.float64)
+        mask = np.triu(np.full((n, n), -np.inf), 1)
+        group = self.n_head // self.n_kv
+        for L in self.layers:
+            h = self.rms(x, L["attn_norm"])
+            q = (h @ L["self_attn.q_proj"].T + L["attn_q.bias"]).reshape(n, self.n_head, hd)
+            k = (h @ L["self_attn.k_proj"].T + L["attn_k.bias"]).reshape(n, self.n_kv, hd)
+            v = (h @ L["self_attn.v_proj"].T + L["attn_v.bias"]).reshape(n, self.n_kv, hd)
+            q, k = self.rope(q, pos), self.rope(k, pos)
+            att = np.empty((n, self.n_head, hd))
+            for hh in range(self.n_head):
+                kv = hh // group
+                s = q[:, hh, :] @ k[:, kv, :].T / math.sqrt(hd) + mask
+                p = np.exp(s - s.max(axis=-1, keepdims=True))
+                p /= p.sum(axis=-1, keepdims=True)
+                att[:, hh, :] = p @ v[:, kv, :]
+            x = x + att.reshape(n, -1) @ L["self_attn.o_proj"].T
+            h = self.rms(x, L["ffn_norm"])
+            gate = h @ L["mlp.gate_proj"].T
+            x = x + ((gate / (1 + np.exp(-gate))) * (h @ L["mlp.up_proj"].T)) @ L["mlp.down_proj"].T
+        return self.rms(x, self.out_norm) @ self.out.T
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 2:
+        sys.exit(__doc__)
+    model_path, cases_path, rest = args[0], args[1], args[2:]
+    naive = "--naive" in rest
+    rest = [r for r in rest if r != "--naive"]
+    adapters = []
+    while rest:
+        if rest[0] != "--lora" or len(rest) < 2:
+            sys.exit(f"unexpected argument {rest[0]}")
+        spec = rest[1]
+        folder, scale = spec, 1.0
+        if ":" in spec and re.fullmatch(r"-?[0-9.eE+-]+", spec.rsplit(":", 1)[1]):
+            folder, scale = spec.rsplit(":", 1)[0], float(spec.rsplit(":", 1)[1])
+        adapters.append(load_peft(folder, scale))
+        rest = rest[2:]
+    model = Model(model_path, adapters, naive)
+    cases = json.load(open(cases_path))
+    out = {"model": os.path.basename(model_path), "n_vocab": int(model.embd.shape[0]), "cases": []}
+    for c in cases["cases"]:
+        tokens = list(c["tokens"])
+        logits = model.forward(np.array(tokens))
+        seq, greedy = list(tokens), []
+        last = logits[-1]
+        for _ in range(32):
+            greedy.append(int(np.argmax(last)))
+            seq.append(greedy[-1])
+            if len(greedy) < 32:
+                last = model.forward(np.array(seq))[-1]
+        out["cases"].append({"prompt": c["prompt"], "tokens": tokens, "logits": logits.tolist(), "greedy": greedy})
+    json.dump(out, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

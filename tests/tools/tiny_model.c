@@ -1,0 +1,68 @@
+/* tiny_model OUT ARCH TYPE [DIM [LAYERS [VOCAB]]]: write a very small
+ * random-weight model (llama or qwen2) with a synthetic SentencePiece-style
+ * vocabulary, through the same generator as `wisp make-model`.
+ *
+ * Fuzzers and hostile-file tests want valid models that are kilobytes, not
+ * megabytes: every fuzz execution parses, plans, initialises and runs the
+ * whole file, so its size sets the executions per second. Defaults: dim 32,
+ * 1 layer, 4 heads (2 KV heads), FFN 2 x dim, 264 tokens (the 3 specials,
+ * the 256 byte tokens and a few word pieces). K-quant types need DIM to be
+ * a multiple of 256, or their rows fall back (as llama.cpp's quantizer does). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_gen.h"
+
+int main(int argc, char **argv) {
+    if (argc < 4 || argc > 7 || (strcmp(argv[2], "llama") != 0 && strcmp(argv[2], "qwen2") != 0)) {
+        fprintf(stderr, "usage: tiny_model OUT llama|qwen2 TYPE [DIM [LAYERS [VOCAB]]]\n");
+        return 2;
+    }
+    bool qwen2 = strcmp(argv[2], "qwen2") == 0;
+    int32_t dim = argc > 4 ? atoi(argv[4]) : 32, layers = argc > 5 ? atoi(argv[5]) : 1;
+    int32_t vocab = argc > 6 ? atoi(argv[6]) : 264;
+    if (dim < 8 || dim % 4 || layers < 1 || vocab < 259) {
+        fprintf(stderr, "tiny_model: DIM must be a multiple of 4 (>= 8), LAYERS >= 1, VOCAB >= 259\n");
+        return 2;
+    }
+    wisp_model_shape shape = {"tiny", "tiny", qwen2 ? "qwen2" : "llama", dim, layers, 4, 2, 2 * dim, vocab, 64,
+                              qwen2 ? 1000000.0f : 10000.0f, qwen2 ? 1e-6f : 1e-5f, qwen2, qwen2};
+    wisp_model_gen g;
+    memset(&g, 0, sizeof g);
+    g.shape = &shape;
+    if (!wisp_qtarget_parse(argv[3], &g.target) || g.target.recipe == WISP_QRECIPE_KEEP) {
+        fprintf(stderr, "tiny_model: unknown type %s\n", argv[3]);
+        return 2;
+    }
+    g.seed = 7;
+    g.name = "tiny";
+    g.n_vocab = vocab;
+    g.vocab_kv = WISP_SYNTHETIC_VOCAB_KV;
+    g.write_vocab = wisp_synthetic_vocab_write;
+    g.vocab_user = &vocab;
+    size_t scratch_bytes = wisp_model_gen_scratch_bytes(&g);
+    void *scratch = malloc(scratch_bytes ? scratch_bytes : 1);
+    wisp_error err = {0};
+    wisp_sink count = wisp_count_sink_make();
+    if (!scratch || wisp_model_gen_write(&g, &count, scratch, scratch_bytes, &err)) {
+        fprintf(stderr, "tiny_model: %s\n", err.message);
+        return 1;
+    }
+    size_t n = (size_t)count.written;
+    unsigned char *out = malloc(n);
+    wisp_mem_sink m;
+    wisp_sink s = wisp_mem_sink_make(&m, out, n);
+    if (!out || wisp_model_gen_write(&g, &s, scratch, scratch_bytes, &err)) {
+        fprintf(stderr, "tiny_model: %s\n", err.message);
+        return 1;
+    }
+    FILE *f = fopen(argv[1], "wb");
+    if (!f || fwrite(out, 1, n, f) != n || fclose(f) != 0) {
+        fprintf(stderr, "tiny_model: cannot write %s\n", argv[1]);
+        return 1;
+    }
+    free(out);
+    free(scratch);
+    return 0;
+}

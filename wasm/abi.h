@@ -1,0 +1,71 @@
+/* Shared parts of the C ABI the npm package calls (wasm/abi*.c): the model
+ * record JS holds a pointer to, and helpers the files share. See abi.c for
+ * the memory rules. */
+#ifndef WISP_WASM_ABI_H
+#define WISP_WASM_ABI_H
+
+#include <emscripten.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wisp.h"
+
+#define API EMSCRIPTEN_KEEPALIVE
+
+typedef struct ww_model {
+    uint8_t *bytes; /* the GGUF, owned (NULL for a header-only plan) */
+    size_t size;
+    wisp_gguf gguf;
+    const wisp_kernels *kernels;
+    wisp_memory_plan plan;
+    void *arena;
+    wisp_ctx *ctx;
+    int32_t *cached;  /* [n_ctx] tokens whose keys/values are in the cache, in order */
+    int32_t n_cached;
+    int32_t *ids;     /* [n_ctx] ids exchanged with JS */
+    char *io;         /* [io_cap] text exchanged with JS */
+    size_t io_cap;
+    wisp_sampler sampler;
+    int32_t pending;  /* sampled and returned, not yet evaluated; -1 if none */
+    wisp_error err;
+} ww_model;
+
+/* A LoRA adapter of one model: loaded (GGUF, PEFT) or trained. The weights
+ * are read in place from the file bytes it owns, or from its own block. */
+typedef struct ww_adapter {
+    void *file;          /* GGUF, or PEFT safetensors: owned, tensors used in place */
+    void *config;        /* PEFT adapter_config.json text: owned */
+    void *mem;           /* pair table and weights of its own: owned */
+    wisp_gguf gguf;
+    wisp_lora lora;
+    int32_t handle;      /* > 0 while attached */
+    char *notes;         /* what an importer wants the user to know ('\n'-separated), owned */
+    /* export buffers, sized when the adapter is made so exporting allocates nothing */
+    char *peft_config;   /* adapter_config.json, written once */
+    size_t peft_config_len;
+    void *peft_scratch;
+    size_t peft_scratch_bytes;
+} ww_adapter;
+
+/* 64-byte aligned memory (GGUF data is aligned relative to the file start;
+ * arenas want cache-line carving). */
+void *ww_alloc(size_t n);
+void ww_free(void *p);
+
+/* Forget the KV cache (after anything that changes what the model computes). */
+void ww_reset(ww_model *m);
+
+/* The figures of a plan as the array of doubles JS reads (ww_plan_field_name). */
+void ww_plan_out(const ww_model *m, const wisp_memory_plan *p, double *out);
+
+/* Detach (when attached) and free an adapter. */
+void ww_adapter_free(ww_model *m, ww_adapter *a);
+
+/* Size and write the export buffers of a finished adapter; 0 or -1. */
+int32_t ww_adapter_prepare_export(ww_model *m, ww_adapter *a);
+
+/* Output files go to JS in pieces through Module.wispSinkWrite, so
+ * exporting allocates nothing in wasm memory. */
+wisp_sink ww_js_sink(void);
+
+#endif

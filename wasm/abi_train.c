@@ -1,0 +1,218 @@
+/* LoRA fine-tuning through the C ABI.
+ *
+ * A fine-tuning session is a second context over the same GGUF bytes (the
+ * weights are shared, never copied), planned for training: trainable
+ * adapter, gradients, optimizer moments, saved activations. Everything the
+ * session needs is allocated by ww_train_begin — the training arena, the
+ * tokenized data (adapters/train_data.h, the same windows `wisp finetune`
+ * trains on), the batch, and the adapter the result is copied into — so wasm
+ * memory grows there and never during the steps. The model's own context is
+ * untouched: generation with attached adapters works as before, and
+ * ww_train_finish hands back an ordinary adapter for it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi.h"
+#include "train_data.h"
+
+typedef struct ww_train {
+    ww_model *m;
+    wisp_memory_plan plan;
+    void *arena;
+    wisp_ctx *ctx;          /* the training context */
+    int32_t S, B;           /* seq_len, micro_batch */
+    wisp_train_data data;   /* windows and their shuffled order */
+    wisp_data_memory mem;   /* its arrays, owned */
+    int32_t *batch;         /* [B][S + 1] */
+    uint8_t *mask;          /* [B][S + 1] */
+    ww_adapter *out;        /* the result, allocated at begin */
+} ww_train;
+
+/* Training settings as JS passes them: int32 fields in this order, then
+ * float fields. */
+enum { TI_SEQ_LEN, TI_MICRO_BATCH, TI_RANK, TI_STEPS, TI_SEED_LO, TI_SEED_HI, TI_SCHEDULE, TI_WARMUP, TI_FORMAT, TI_DOCS,
+       TI_COUNT };
+enum { TF_ALPHA, TF_LR, TF_CLIP, TF_COUNT };
+
+API int32_t ww_train_field_counts(void) { return TI_COUNT << 8 | TF_COUNT; }
+
+/* The engine configuration of a session, as `wisp finetune` builds it. */
+static void train_config(const ww_model *m, const int32_t *ti, const float *tf, wisp_config *c) {
+    *c = wisp_config_default();
+    c->kernels = m->kernels;
+    /* the training context never generates: its inference parts stay minimal */
+    c->n_ctx = 1;
+    c->n_batch = 1;
+    c->max_text_bytes = 16;
+    wisp_train_config *t = &c->train;
+    t->seq_len = ti[TI_SEQ_LEN];
+    t->micro_batch = ti[TI_MICRO_BATCH];
+    t->rank = ti[TI_RANK];
+    t->total_steps = ti[TI_STEPS];
+    t->seed = (uint64_t)(uint32_t)ti[TI_SEED_HI] << 32 | (uint32_t)ti[TI_SEED_LO];
+    t->schedule = ti[TI_SCHEDULE];
+    t->warmup_steps = ti[TI_WARMUP];
+    t->alpha = tf[TF_ALPHA];
+    t->lr = tf[TF_LR];
+    t->clip_norm = tf[TF_CLIP];
+    t->optimizer = WISP_OPTIMIZER_ADAMW;
+}
+
+/* The plan of a training session (the training context's arena) into the
+ * plan figures at `out` (see ww_plan). */
+API int32_t ww_train_plan(ww_model *m, const int32_t *ti, const float *tf, double *out) {
+    wisp_config c;
+    train_config(m, ti, tf, &c);
+    wisp_memory_plan p;
+    if (wisp_plan(&m->gguf, &c, &p, &m->err)) return -1;
+    ww_plan_out(m, &p, out);
+    return 0;
+}
+
+API void ww_train_free(ww_train *t) {
+    if (!t) return;
+    free(t->arena);
+    free(t->mem.tokens);
+    free(t->mem.examples);
+    free(t->mem.order);
+    free(t->mem.nodes);
+    free(t->mem.text);
+    free(t->mem.tok_scratch);
+    free(t->batch);
+    free(t->mask);
+    if (t->out) ww_adapter_free(t->m, t->out);
+    free(t);
+}
+
+/* The adapter record the trained weights will be copied into: same pairs as
+ * the training context's, with A and B in one block of their own. */
+static ww_adapter *result_adapter(ww_model *m, const wisp_lora *l) {
+    size_t floats = 0;
+    for (int32_t i = 0; i < l->n_pairs; i++)
+        floats += (size_t)l->pairs[i].rank * (size_t)(l->pairs[i].n_in + l->pairs[i].n_out);
+    size_t table = ((size_t)l->n_pairs * sizeof(wisp_lora_pair) + 63) & ~(size_t)63;
+    ww_adapter *a = calloc(1, sizeof *a);
+    if (!a || !(a->mem = ww_alloc(table + floats * sizeof(float)))) {
+        free(a);
+        wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory for the trained adapter (%zu floats)", floats);
+        return NULL;
+    }
+    wisp_lora_pair *pairs = a->mem;
+    float *w = (float *)((uint8_t *)a->mem + table);
+    for (int32_t i = 0; i < l->n_pairs; i++) {
+        pairs[i] = l->pairs[i];
+        size_t na = (size_t)pairs[i].rank * (size_t)pairs[i].n_in, nb = (size_t)pairs[i].n_out * (size_t)pairs[i].rank;
+        pairs[i].a = w;
+        pairs[i].b = w + na;
+        w += na + nb;
+    }
+    a->lora = *l;
+    a->lora.pairs = pairs;
+    return a;
+}
+
+/* Copy the training context's adapter values into the result's own block. */
+static void copy_weights(ww_adapter *a, const wisp_lora *l) {
+    wisp_lora_pair *dst = (wisp_lora_pair *)a->lora.pairs;
+    for (int32_t i = 0; i < l->n_pairs; i++) {
+        size_t na = (size_t)dst[i].rank * (size_t)dst[i].n_in, nb = (size_t)dst[i].n_out * (size_t)dst[i].rank;
+        memcpy((void *)dst[i].a, l->pairs[i].a, na * sizeof(float));
+        memcpy((void *)dst[i].b, l->pairs[i].b, nb * sizeof(float));
+    }
+}
+
+/* Tokenize and index the training data (plain text or JSONL, see
+ * train_data.h) into arrays sized by its plan. */
+static wisp_status build_data(ww_train *t, const char *bytes, size_t n, const int32_t *ti, wisp_error *err) {
+    const wisp_tokenizer *tok = wisp_ctx_tokenizer(t->ctx);
+    wisp_data_options o = {ti[TI_FORMAT] ? WISP_DATA_JSONL : WISP_DATA_TEXT, ti[TI_DOCS] ? WISP_DOCS_BLANK_LINE : WISP_DOCS_FILE,
+                           t->S, 0.0f, t->plan.cfg.train.seed, 0};
+    wisp_data_plan_info info;
+    wisp_status s = wisp_data_plan(tok, bytes, n, &o, &info, err);
+    if (s) return s;
+    wisp_data_memory *mem = &t->mem;
+    mem->cap_tokens = info.max_tokens;
+    mem->cap_examples = info.max_examples;
+    mem->cap_nodes = info.json_nodes;
+    mem->text_bytes = info.text_bytes;
+    mem->tok_scratch_bytes = info.tok_scratch;
+    mem->tokens = malloc((info.max_tokens ? info.max_tokens : 1) * sizeof(int32_t));
+    mem->examples = malloc((info.max_examples ? info.max_examples : 1) * sizeof(wisp_data_example));
+    mem->order = malloc((info.max_examples ? info.max_examples : 1) * sizeof(int32_t));
+    mem->nodes = malloc((info.json_nodes ? info.json_nodes : 1) * sizeof(wisp_json_node));
+    mem->text = malloc(info.text_bytes ? info.text_bytes : 1);
+    mem->tok_scratch = ww_alloc(info.tok_scratch ? info.tok_scratch : 1);
+    if (!mem->tokens || !mem->examples || !mem->order || !mem->nodes || !mem->text || !mem->tok_scratch)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for the training data (%zu tokens at most)",
+                         info.max_tokens);
+    return wisp_data_build(&t->data, tok, bytes, n, &o, mem, err);
+}
+
+/* Start a session on the training data in `bytes` (from ww_alloc; ownership
+ * passes, even on failure: they are freed once tokenized). This is where
+ * wasm memory grows for fine-tuning. */
+API ww_train *ww_train_begin(ww_model *m, const int32_t *ti, const float *tf, char *bytes, uint32_t n) {
+    ww_train *t = calloc(1, sizeof *t);
+    if (!t) {
+        free(bytes);
+        wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory for a training session");
+        return NULL;
+    }
+    t->m = m;
+    wisp_config c;
+    train_config(m, ti, tf, &c);
+    if (wisp_plan(&m->gguf, &c, &t->plan, &m->err)) goto fail;
+    t->S = t->plan.cfg.train.seq_len;
+    t->B = t->plan.cfg.train.micro_batch;
+    size_t per_batch = (size_t)t->B * ((size_t)t->S + 1);
+    t->arena = ww_alloc(t->plan.total);
+    t->batch = malloc(per_batch * sizeof(int32_t));
+    t->mask = malloc(per_batch);
+    if (!t->arena || !t->batch || !t->mask) {
+        wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory: training needs an arena of %zu bytes", t->plan.total);
+        goto fail;
+    }
+    if (wisp_init(&t->ctx, &m->gguf, &c, t->arena, t->plan.total, &m->err)) goto fail;
+    if (build_data(t, bytes, n, ti, &m->err)) goto fail;
+    free(bytes);
+    bytes = NULL;
+    if (!(t->out = result_adapter(m, wisp_train_lora(t->ctx)))) goto fail;
+    if (ww_adapter_prepare_export(m, t->out)) goto fail;
+    return t;
+fail:
+    free(bytes);
+    ww_train_free(t);
+    return NULL;
+}
+
+/* Training windows (or JSONL records) in the data. */
+API int32_t ww_train_examples(ww_train *t) { return wisp_data_count(&t->data, WISP_SPLIT_TRAIN); }
+
+/* One optimizer step over the next micro_batch examples. out[]: loss,
+ * scored targets, learning rate, gradient norm, steps done, epoch. */
+API int32_t ww_train_step(ww_train *t, double *out) {
+    ww_model *m = t->m;
+    wisp_data_next(&t->data, t->B, t->batch, t->mask);
+    double loss = 0;
+    int32_t scored = 0;
+    wisp_train_step_info info;
+    if (wisp_train_micro_step(t->ctx, t->batch, t->mask, t->B, &loss, &scored, &m->err)) return -1;
+    if (wisp_train_optimizer_step(t->ctx, &info, &m->err)) return -1;
+    out[0] = loss;
+    out[1] = scored;
+    out[2] = info.lr;
+    out[3] = info.grad_norm;
+    out[4] = (double)info.step;
+    out[5] = (double)t->data.epoch;
+    return 0;
+}
+
+/* End the session: the trained adapter (owned by the caller now); the
+ * session's memory is released for reuse. */
+API ww_adapter *ww_train_finish(ww_train *t) {
+    ww_adapter *a = t->out;
+    copy_weights(a, wisp_train_lora(t->ctx));
+    t->out = NULL;
+    ww_train_free(t);
+    return a;
+}

@@ -1,0 +1,79 @@
+# The Emscripten build of the engine and the npm package `wisp` (web/).
+# Included by the top-level Makefile; everything it makes lands in $(BUILD)/web
+# (the package, ready for `npm pack`, with the demo next to it) and
+# $(BUILD)/web-deps (npm tools for the tests, never committed).
+#
+#   make web        build the package in $(BUILD)/web (needs emcc)
+#   make test-web   browser, npm-install and TypeScript tests (part of make test)
+#   make bench-web  wisp vs @wllama/wllama in Chromium (not part of make test)
+#   make demo-web   serve the demo page on http://127.0.0.1:8080/demo/ (shared models under /models/)
+
+EMCC       ?= emcc
+WEB_OUT    := $(BUILD)/web
+WEB_DEPS   := $(BUILD)/web-deps
+WASM_OBJ_DIR := $(BUILD)/wasm-obj
+# emcc's JS optimizer needs Debian's node-acorn (see ../shared/docs/toolchains.md).
+EMENV      := NODE_PATH=/usr/share/nodejs
+# Kernels for other instruction sets cannot be compiled for wasm32.
+WASM_SIMD_SRC := $(filter-out simd/x86% simd/avx% simd/neon% simd/arm% simd/aarch64% simd/cortexm% simd/riscv%,$(SIMD_SRC))
+WASM_SRC   := $(CORE_SRC) $(WASM_SIMD_SRC) $(ADAPTERS_SRC) $(wildcard wasm/abi*.c)
+WASM_OBJ   := $(WASM_SRC:%.c=$(WASM_OBJ_DIR)/%.o)
+EMCFLAGS   := $(CSTD) $(WARN) -O3 -msimd128 -I. -Icore -Iadapters -Isimd
+# One ES module for browsers, workers and Node (which hands it the .wasm
+# bytes); memory grows while a model loads (the planned arena is allocated
+# then) and stays put afterwards. No filesystem, no printf: output goes
+# through JS.
+EMLDFLAGS  := -O3 -msimd128 -sMODULARIZE=1 -sEXPORT_ES6=1 -sENVIRONMENT=web,worker \
+              -sEXPORT_NAME=createWispEngine -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=2147483648 \
+              -sINITIAL_MEMORY=4194304 -sTOTAL_STACK=1048576 -sFILESYSTEM=0 -sMALLOC=emmalloc \
+              -sEXPORTED_FUNCTIONS=_malloc,_free -sDYNAMIC_EXECUTION=0 -sTEXTDECODER=2
+WEB_SRC    := $(shell find web -type f -not -path '*/node_modules/*' 2>/dev/null)
+WASM_ENGINE := $(WEB_OUT)/dist/wisp-engine.mjs
+
+.PHONY: web wasm test-web bench-web demo-web web-deps
+
+wasm: $(WASM_ENGINE)
+web: $(WEB_OUT)/.staged
+
+$(WASM_OBJ_DIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(EMENV) $(EMCC) $(EMCFLAGS) -MMD -MP -c $< -o $@
+
+$(WASM_ENGINE): $(WASM_OBJ)
+	@mkdir -p $(dir $@)
+	$(EMENV) $(EMCC) $(WASM_OBJ) $(EMLDFLAGS) -o $@
+
+# The package folder: sources copied next to the built engine.
+$(WEB_OUT)/.staged: $(WASM_ENGINE) $(WEB_SRC)
+	@mkdir -p $(WEB_OUT)
+	@rm -rf $(WEB_OUT)/src $(WEB_OUT)/types $(WEB_OUT)/demo
+	cp -R web/package.json web/README.md web/src web/types web/demo $(WEB_OUT)/
+	@touch $@
+
+# npm tools the tests use, installed once into the build folder.
+WEB_DEP_PKGS := playwright-core@1.65.1 typescript@7.0.2
+web-deps: $(WEB_DEPS)/.installed
+$(WEB_DEPS)/.installed:
+	@mkdir -p $(WEB_DEPS)
+	cd $(WEB_DEPS) && npm_config_loglevel=error npm install --no-audit --no-fund --no-save --prefix . $(WEB_DEP_PKGS) >/dev/null
+	@touch $@
+
+# Without emcc the web tests cannot run: say so loudly instead of passing.
+HAVE_EMCC := $(shell command -v $(EMCC) 2>/dev/null)
+ifneq ($(HAVE_EMCC),)
+test-web: web web-deps all
+	@WEB_OUT=$(abspath $(WEB_OUT)) WEB_DEPS=$(abspath $(WEB_DEPS)) WISP=$(abspath $(BUILD)/wisp) WISP_SHARED=$(SHARED) \
+	  WORK=$(abspath $(BUILD)/web-test) tests/run_each.sh "web tests" $(BUILD)/web-test/logs $(sort $(wildcard web/test/test_*.mjs))
+else
+test-web:
+	@echo "SKIP: test-web: $(EMCC) not found (apt-get install emscripten)"
+endif
+
+bench-web: web web-deps all
+	@WEB_OUT=$(abspath $(WEB_OUT)) WEB_DEPS=$(abspath $(WEB_DEPS)) WISP=$(abspath $(BUILD)/wisp) WISP_SHARED=$(SHARED) \
+	  BENCH_OUT=$(abspath $(BUILD)/bench-web) node web/bench/bench.mjs
+
+demo-web: web
+	node $(WEB_OUT)/demo/serve.mjs --port 8080 $(if $(wildcard $(SHARED)/models),--models $(SHARED)/models)
+
+-include $(shell find $(WASM_OBJ_DIR) -name '*.d' 2>/dev/null)

@@ -1,0 +1,251 @@
+// make bench-web: wisp against @wllama/wllama (llama.cpp compiled to wasm) in
+// the same Debian Chromium, single thread, on the same GGUF files:
+// SmolLM2-135M-shaped Q8_0 and Q4_0 (random weights from `wisp make-model`,
+// with SmolLM2's real vocabulary) and stories260K. Reports decode and prefill
+// tokens/s, time to first token, peak memory (the renderer process's peak
+// RSS, and wisp's wasm memory), load time, .wasm sizes, and LoRA fine-tuning
+// tokens/s in the browser next to the native CLI's for the same settings.
+// Each engine x model runs in a fresh browser. Results: $BENCH_OUT/results.{json,md}.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+const env = (k) => process.env[k] || (() => { throw new Error(`${k} is not set (run: make bench-web)`); })();
+const WEB_OUT = env('WEB_OUT');
+const WEB_DEPS = env('WEB_DEPS');
+const WISP = env('WISP');
+const SHARED = env('WISP_SHARED');
+const OUT = env('BENCH_OUT');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const WLLAMA_VERSION = '3.8.1';
+const here = path.dirname(fileURLToPath(import.meta.url));
+mkdirSync(path.join(OUT, 'models'), { recursive: true });
+
+function log(msg) { console.log(msg); }
+
+// ---- peers and inputs ----
+
+const wllamaDir = path.join(OUT, 'node_modules', '@wllama', 'wllama');
+if (!existsSync(path.join(wllamaDir, 'package.json'))) {
+  log(`installing @wllama/wllama@${WLLAMA_VERSION} into ${OUT}`);
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--prefix', OUT, `@wllama/wllama@${WLLAMA_VERSION}`],
+    { stdio: 'inherit', env: { ...process.env, npm_config_loglevel: 'error' } });
+}
+const wllamaVersion = JSON.parse(readFileSync(path.join(wllamaDir, 'package.json'), 'utf8')).version;
+
+const stories = path.join(SHARED, 'models', 'stories260K.gguf');
+const vocab = path.join(SHARED, 'models', 'tokenizers', 'llamacpp-vocab', 'ggml-vocab-smollm2.gguf');
+const corpus = path.join(SHARED, 'data', 'tinyshakespeare.txt');
+for (const f of [stories, vocab, corpus]) if (!existsSync(f)) { log(`SKIP: missing ${f}`); process.exit(0); }
+const models = [];
+for (const type of ['q8_0', 'q4_0']) {
+  const file = path.join(OUT, 'models', `smollm2-135m-${type}.gguf`);
+  if (!existsSync(file)) {
+    log(`making ${path.basename(file)} with wisp make-model`);
+    execFileSync(WISP, ['make-model', '--like', 'smollm2-135m', '--type', type, '--vocab-from', vocab, '-o', file], { stdio: 'ignore' });
+  }
+  models.push({ name: `SmolLM2-135M-shaped ${type.toUpperCase()}`, url: `/models/${path.basename(file)}`, file });
+}
+models.push({ name: 'stories260K (F32)', url: '/shared-models/stories260K.gguf', file: stories });
+
+// ---- the browser ----
+
+const require = createRequire(path.join(WEB_DEPS, 'node_modules', '.resolve'));
+const pw = await import(pathToFileURL(require.resolve('playwright-core')).href);
+const chromium = pw.chromium ?? pw.default.chromium;
+const { serve } = await import(pathToFileURL(path.join(WEB_OUT, 'demo', 'serve.mjs')).href);
+const server = await serve({
+  root: WEB_OUT, port: 0,
+  mounts: { '/models/': path.join(OUT, 'models'), '/shared-models/': path.dirname(stories), '/data/': path.dirname(corpus),
+    '/wllama/': path.join(wllamaDir, 'esm'), '/bench/': here },
+});
+const base = `http://127.0.0.1:${server.address().port}`;
+
+// Peak resident memory (VmHWM) of the renderer processes under a browser.
+function rendererPeak(browserPid) {
+  const kids = new Map();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (!kids.has(ppid)) kids.set(ppid, []);
+      kids.get(ppid).push(Number(d));
+    } catch { /* gone */ }
+  }
+  let peak = 0;
+  const walk = (pid) => {
+    for (const k of kids.get(pid) ?? []) {
+      try {
+        const cmd = readFileSync(`/proc/${k}/cmdline`, 'utf8');
+        const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${k}/status`, 'utf8'));
+        if (cmd.includes('--type=renderer') && hwm) peak = Math.max(peak, Number(hwm[1]) * 1024);
+      } catch { /* gone */ }
+      walk(k);
+    }
+  };
+  walk(browserPid);
+  return peak;
+}
+
+function browserPidOf(profile) {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+      if (cmd.includes(profile) && !cmd.includes('--type=')) return Number(d);
+    } catch { /* gone */ }
+  }
+  return 0;
+}
+
+async function measure(query, timeoutMs = 600000) {
+  const profile = mkdtempSync(path.join(OUT, 'chromium-profile-'));
+  const ctx = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM, headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = ctx.pages()[0] ?? await ctx.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${base}/bench/page.html?${new URLSearchParams(query)}`);
+    await page.waitForFunction(() => window.__bench !== undefined, null, { timeout: timeoutMs });
+    const r = await page.evaluate(() => window.__bench);
+    if (!r.ok) throw new Error(`${query.engine} on ${query.model}: ${r.error} ${errors.join(' | ')}`);
+    r.result.peakRss = rendererPeak(browserPidOf(profile));
+    return r.result;
+  } finally {
+    await ctx.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+// ---- native fine-tuning, for the same settings ----
+
+function nativeFinetune(model, opts, steps) {
+  const data = path.join(OUT, 'finetune-data.txt');
+  writeFileSync(data, readFileSync(corpus, 'utf8').slice(0, 200000));
+  const args = ['finetune', '-m', model, '--data', data, '-o', path.join(OUT, 'native-finetune'), '--overwrite',
+    '--rank', String(opts.rank), '--ctx', String(opts.ctx), '--batch', String(opts.batch), '--steps', String(steps),
+    '--lr', String(opts.lr), '-t', '1'];
+  const r = spawnSync(WISP, args, { encoding: 'utf8' });
+  const m = /trained \d+ steps \(\d+ tokens\) in [\d.]+ s: ([\d.]+) tok\/s/.exec(r.stderr || '');
+  if (r.status !== 0 || !m) return { note: `wisp finetune failed (exit ${r.status}): ${(r.stderr || '').trim().split('\n').at(-1)}` };
+  return { tokensPerSecond: Number(m[1]), command: `wisp ${args.join(' ')}` };
+}
+
+// ---- run ----
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 2);
+
+// The better figures of two measurements of one engine (a failed one loses).
+function bestOf(a, b) {
+  if (!a || a.error) return b;
+  if (!b || b.error) return a;
+  return {
+    ...b, prefillTps: Math.max(a.prefillTps, b.prefillTps), decodeTps: Math.max(a.decodeTps, b.decodeTps),
+    ttftMs: Math.min(a.ttftMs, b.ttftMs), loadMs: Math.min(a.loadMs, b.loadMs), peakRss: Math.max(a.peakRss, b.peakRss),
+  };
+}
+
+// Candidate prompts, about 120 tokens each. wllama crashes when a model
+// generates text that is not valid UTF-8 (random weights often do), so the
+// first prompt wllama survives is used for both engines.
+const prompts = [
+  'The quick brown fox jumps over the lazy dog. '.repeat(12),
+  'Once upon a time there was a little robot who loved to read books. '.repeat(8),
+  'In a quiet village by the sea, the fishermen mended their nets and told old stories. '.repeat(6),
+  'Water boils at one hundred degrees at sea level, and freezes at zero. '.repeat(8),
+];
+const nGen = 64;
+const ftOpts = { rank: 8, ctx: 64, batch: 4, lr: 0.001 };
+const results = [];
+if (spawnSync(WISP, ['finetune', '--help']).status !== 0) log('note: this wisp has no finetune command; native figures will be missing');
+for (const m of models) {
+  const small = m.file === stories;
+  const row = { model: m.name, fileBytes: statSync(m.file).size };
+  for (const prompt of prompts) {
+    log(`wllama on ${m.name}…`);
+    try {
+      row.wllama = await measure({ engine: 'wllama', model: m.url, n: String(nGen), ctx: '512', prompt });
+      row.prompt = prompt;
+      break;
+    } catch (e) {
+      row.wllama = { error: e.message };
+      log(`  failed: ${e.message}${prompt !== prompts.at(-1) ? ' (trying another prompt)' : ''}`);
+    }
+  }
+  const query = { engine: 'wisp', model: m.url, n: String(nGen), ctx: '512', prompt: row.prompt ?? prompts[0] };
+  // Rounds alternate the engines, each in a fresh browser, and every figure
+  // keeps its best round: the machine may be shared, and load that comes and
+  // goes should not decide the comparison.
+  for (let round = 1; round <= ROUNDS; round++) {
+    const last = round === ROUNDS;
+    if (round > 1 && row.prompt) {
+      log(`wllama on ${m.name} (round ${round})…`);
+      row.wllama = bestOf(row.wllama, await measure({ engine: 'wllama', model: m.url, n: String(nGen), ctx: '512', prompt: row.prompt }).catch((e) => ({ error: e.message })));
+    }
+    log(`wisp on ${m.name}${round > 1 ? ` (round ${round})` : ''}…`);
+    row.wisp = bestOf(row.wisp, await measure(query).catch((e) => ({ error: e.message })));
+  }
+  // Fine-tuning in a browser of its own, so its memory is not counted as inference's.
+  if (!m.name.includes('Q4_0')) {
+    log(`wisp fine-tuning on ${m.name}…`);
+    const r = await measure({ ...query, n: '4', finetune: small ? '8' : '3', ftopts: JSON.stringify(ftOpts) })
+      .catch((e) => ({ error: e.message }));
+    row.finetune = r.error ? r : { ...r.finetune, peakRss: r.peakRss };
+  }
+  if (row.finetune && !row.finetune.error) row.native = nativeFinetune(m.file, ftOpts, small ? 8 : 3);
+  results.push(row);
+}
+server.close();
+
+// ---- report ----
+
+const size = (f) => statSync(f).size;
+const wispWasm = path.join(WEB_OUT, 'dist', 'wisp-engine.wasm');
+const wllamaWasm = path.join(wllamaDir, 'esm', 'wasm', 'wllama.wasm');
+const sizes = {
+  wisp: { wasm: size(wispWasm), gzip: gzipSync(readFileSync(wispWasm)).length },
+  wllama: { wasm: size(wllamaWasm), gzip: gzipSync(readFileSync(wllamaWasm)).length },
+};
+const f1 = (x) => (typeof x === 'number' ? x.toFixed(1) : 'n/a');
+const mb = (x) => (typeof x === 'number' ? `${(x / 1048576).toFixed(1)} MiB` : 'n/a');
+const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? `${(a / b).toFixed(2)}x` : 'n/a');
+const lines = [
+  `# wisp vs @wllama/wllama ${wllamaVersion} — Chromium (${execFileSync(CHROMIUM, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()}), single thread`,
+  '',
+  `Prompts of about 120 tokens (${results.map((r) => `${r.model}: ${r.wisp?.promptTokens ?? '?'}`).join(', ')}), ${nGen} greedy tokens generated, context 512. ` +
+    `Best of ${ROUNDS} rounds (fresh browser each) x 3 runs per engine; peak RSS is the highest round's; wasm memory is the instance's linear memory.`,
+  '',
+  '| model | engine | decode tok/s | prefill tok/s | TTFT ms | load ms | peak RSS (renderer) | wasm memory |',
+  '|---|---|---:|---:|---:|---:|---:|---:|',
+];
+for (const r of results) {
+  for (const e of ['wisp', 'wllama']) {
+    const x = r[e] ?? {};
+    if (x.error) { lines.push(`| ${r.model} | ${e} | failed: ${x.error} | | | | | |`); continue; }
+    lines.push(`| ${r.model} | ${e}${x.kernels ? ` (${x.kernels})` : ''} | ${f1(x.decodeTps)} | ${f1(x.prefillTps)} | ${f1(x.ttftMs)} | ${f1(x.loadMs)} | ${mb(x.peakRss)} | ${e === 'wisp' ? mb(x.wasmMemory) : 'n/a'} |`);
+  }
+  lines.push(`| ${r.model} | **wisp / wllama** | **${ratio(r.wisp?.decodeTps, r.wllama?.decodeTps)}** | **${ratio(r.wisp?.prefillTps, r.wllama?.prefillTps)}** | ${ratio(r.wllama?.ttftMs, r.wisp?.ttftMs)} faster | | ${ratio(r.wisp?.peakRss, r.wllama?.peakRss)} | |`);
+}
+lines.push('', `Targets: decode >= 1.5x wllama, prefill >= 1.0x.`, '',
+  '| .wasm | bytes | gzip |', '|---|---:|---:|',
+  `| wisp | ${sizes.wisp.wasm} | ${sizes.wisp.gzip} |`, `| wllama | ${sizes.wllama.wasm} | ${sizes.wllama.gzip} |`,
+  `| wisp / wllama | ${(sizes.wisp.wasm / sizes.wllama.wasm).toFixed(3)} (target <= 0.100) | ${(sizes.wisp.gzip / sizes.wllama.gzip).toFixed(3)} |`,
+  '', `LoRA fine-tuning (rank ${ftOpts.rank}, ctx ${ftOpts.ctx}, batch ${ftOpts.batch}, AdamW, cosine schedule, single thread; the same data and settings): tokens/s over the whole run`,
+  '', '| model | browser (wisp wasm) | native (wisp CLI) | training arena | peak RSS (renderer) |', '|---|---:|---:|---:|---:|');
+for (const r of results) {
+  if (!r.finetune) continue;
+  if (r.finetune.error) { lines.push(`| ${r.model} | failed: ${r.finetune.error} | | | |`); continue; }
+  lines.push(`| ${r.model} | ${f1(r.finetune.tokensPerSecond)} | ${r.native?.tokensPerSecond !== undefined ? f1(r.native.tokensPerSecond) : r.native?.note ?? 'n/a'} | ${mb(r.finetune.trainArena)} | ${mb(r.finetune.peakRss)} |`);
+}
+const md = lines.join('\n') + '\n';
+writeFileSync(path.join(OUT, 'results.md'), md);
+writeFileSync(path.join(OUT, 'results.json'), JSON.stringify({ wllamaVersion, sizes, results }, null, 2));
+console.log(`\n${md}\n(results in ${path.join(OUT, 'results.md')} and results.json)`);

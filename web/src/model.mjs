@@ -1,0 +1,439 @@
+// A loaded model: one engine instance holding the GGUF bytes, the planned
+// arena and the exchange buffers. Every call after load runs in that memory;
+// nothing allocates while generating (wasm memory stays the size it had
+// after load; see memoryBytes).
+import { Adapter } from './adapter.mjs';
+import { newEngine } from './engine.mjs';
+import { WispError, abortError } from './errors.mjs';
+import { readIntoEngine, sourceName } from './source.mjs';
+import { Lock, checkNumber, checkOptions, makeYielder, now, seedHalves, yieldToEventLoop } from './util.mjs';
+
+const END = -2;
+const FULL = -3;
+
+export const LOAD_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'kernels',
+  'onProgress', 'signal', 'worker'];
+export const FINETUNE_OPTIONS = ['rank', 'alpha', 'steps', 'ctx', 'batch', 'lr', 'seed', 'schedule', 'warmup', 'clip', 'format',
+  'docs', 'onProgress', 'signal', 'name'];
+export const GENERATE_OPTIONS = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN',
+  'seed', 'addBos', 'special', 'stop', 'signal', 'onToken', 'cachePrompt'];
+
+// The engine configuration from user options, with the package's defaults
+// (the engine's, plus room for 4 adapters of rank <= 64: a few kilobytes).
+export function engineConfig(o = {}) {
+  const c = {
+    ctx: o.ctx ?? 0,
+    batch: o.batch ?? 0,
+    kvType: o.kvType ?? 'f16',
+    maxTextBytes: o.maxTextBytes ?? 0,
+    maxAdapters: o.maxAdapters ?? 4,
+    maxLoraRank: o.maxLoraRank ?? 64,
+  };
+  checkNumber('ctx', c.ctx, { min: 0, max: 1 << 20, integer: true });
+  checkNumber('batch', c.batch, { min: 0, max: 1 << 20, integer: true });
+  checkNumber('maxTextBytes', c.maxTextBytes, { min: 0, max: 1 << 28, integer: true });
+  checkNumber('maxAdapters', c.maxAdapters, { min: 0, max: 4096, integer: true });
+  checkNumber('maxLoraRank', c.maxLoraRank, { min: 0, max: 65536, integer: true });
+  if (c.kvType !== 'f16' && c.kvType !== 'f32') throw new WispError('arg', `kvType must be 'f16' or 'f32' (got ${c.kvType})`);
+  return c;
+}
+
+export class Model {
+  #engine;
+  #ptr;
+  #lock = new Lock();
+  #adapters = new Map(); // Adapter -> scale
+  #disposed = false;
+  #busy = false; // a generation or fine-tuning holds the engine
+
+  constructor(engine, ptr, name) {
+    this.#engine = engine;
+    this.#ptr = ptr;
+    const e = engine;
+    e.mod._ww_plan_of(ptr, e.scratch);
+    /** The memory plan this model was initialised with. */
+    this.memoryPlan = e.readPlan();
+    this.info = {
+      name: e.metaString(ptr, 'general.name') ?? name,
+      architecture: e.metaString(ptr, 'general.architecture'),
+      kernels: e.cstring(e.mod._ww_kernels_name(ptr)),
+      source: name,
+    };
+    /** Figures of the last generation (see generate). */
+    this.lastStats = null;
+  }
+
+  static async load(source, options = {}) {
+    checkOptions('loadModel', options, LOAD_OPTIONS);
+    const cfg = engineConfig(options);
+    const engine = await newEngine();
+    const name = sourceName(source);
+    const { ptr, size } = await readIntoEngine(engine, source, options);
+    const model = engine.mod._ww_open(ptr, size);
+    if (!model) throw engine.error(0);
+    let kernels = 0;
+    if (options.kernels !== undefined) kernels = engine.scratchString(String(options.kernels), 512);
+    if (engine.mod._ww_init(model, engine.config(cfg), kernels) !== 0) {
+      const err = engine.error(model);
+      engine.mod._ww_close(model);
+      throw err;
+    }
+    return new Model(engine, model, name);
+  }
+
+  /** @internal */
+  get _engine() { return this.#engine; }
+  /** @internal */
+  get _ptr() { return this.#ptr; }
+  /** @internal */
+  get _lock() { return this.#lock; }
+
+  /** Bytes of wasm memory this model's instance holds (model + arena + buffers). */
+  get memoryBytes() { return this.#engine.memoryBytes; }
+
+  #alive() {
+    if (this.#disposed) throw new WispError('disposed', 'this model was disposed');
+  }
+
+  /**
+   * The memory plan for other settings of this model (nothing is allocated);
+   * with { finetune: {rank, ctx, batch, ...} }, the plan of a fine-tuning
+   * session instead (its own arena, next to the model's).
+   */
+  plan(options = {}) {
+    this.#alive();
+    checkOptions('plan', options, ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'finetune']);
+    const e = this.#engine;
+    if (options.finetune) return planFinetune(e, this.#ptr, options.finetune);
+    if (e.mod._ww_plan(this.#ptr, e.config(engineConfig(options)), e.scratch) !== 0) throw e.error(this.#ptr);
+    return e.readPlan();
+  }
+
+  // Text into the I/O buffer; its byte length.
+  #writeText(text) {
+    if (typeof text !== 'string') throw new WispError('arg', `text must be a string (got ${typeof text})`);
+    const e = this.#engine;
+    const io = e.mod._ww_io(this.#ptr);
+    const cap = e.mod._ww_io_cap(this.#ptr);
+    const { read, written } = new TextEncoder().encodeInto(text, e.u8.subarray(io, io + cap - 1));
+    if (read < text.length)
+      throw new WispError('capacity', `the text is longer than maxTextBytes (${this.memoryPlan.config.maxTextBytes} bytes); load the model with a larger maxTextBytes`);
+    return written;
+  }
+
+  // Tokenize into the id buffer; the count.
+  _tokenizeInPlace(text, addBos, special) {
+    const e = this.#engine;
+    const len = this.#writeText(text);
+    const n = e.mod._ww_tokenize(this.#ptr, len, addBos ? 1 : 0, special ? 1 : 0);
+    if (n < 0) throw e.error(this.#ptr);
+    return n;
+  }
+
+  /** Token ids of `text`. */
+  tokenize(text, { addBos = false, special = false } = {}) {
+    this.#alive();
+    const n = this._tokenizeInPlace(text, addBos, special);
+    const ids = this.#engine.mod._ww_ids(this.#ptr);
+    return new Int32Array(this.#engine.u8.buffer, ids, n).slice();
+  }
+
+  /**
+   * Text of token ids. By default the space SentencePiece puts before a text
+   * is removed, so detokenize(tokenize(s)) === s; { continuation: true }
+   * keeps it (for ids that follow other text).
+   */
+  detokenize(ids, { special = false, continuation = false } = {}) {
+    this.#alive();
+    const e = this.#engine;
+    const nCtx = e.mod._ww_n_ctx(this.#ptr);
+    if (ids.length > nCtx) throw new WispError('capacity', `${ids.length} ids are more than the context (${nCtx})`);
+    new Int32Array(e.u8.buffer, e.mod._ww_ids(this.#ptr), ids.length).set(ids);
+    const len = e.mod._ww_detokenize(this.#ptr, ids.length, special ? 1 : 0, continuation ? 0 : 1);
+    const cap = e.mod._ww_io_cap(this.#ptr);
+    if (len > cap) throw new WispError('capacity', `the text of these ids is longer than the I/O buffer (${cap} bytes)`);
+    const io = e.mod._ww_io(this.#ptr);
+    return new TextDecoder().decode(e.u8.subarray(io, io + len));
+  }
+
+  /** The continuation of `prompt` as one string. */
+  async complete(prompt, options = {}) {
+    let text = '';
+    for await (const piece of this.generate(prompt, options)) text += piece;
+    return text;
+  }
+
+  /**
+   * Stream the continuation of `prompt` as text pieces. Aborting (options.signal)
+   * or reaching maxTokens, an end-of-generation token, a stop string or a full
+   * context ends the iteration; lastStats.stopReason says which. The KV cache
+   * keeps what a new prompt shares with the last one (cachePrompt: false
+   * evaluates the whole prompt again).
+   */
+  async *generate(prompt, options = {}) {
+    checkOptions('generate', options, GENERATE_OPTIONS);
+    const o = {
+      maxTokens: 128, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1, repeatLastN: 64,
+      ...options,
+    };
+    checkNumber('maxTokens', o.maxTokens, { min: 0, integer: true });
+    checkNumber('temperature', o.temperature, { min: 0 });
+    checkNumber('topK', o.topK, { min: 0, integer: true });
+    checkNumber('topP', o.topP, { min: 0, max: 1 });
+    checkNumber('minP', o.minP, { min: 0, max: 1 });
+    checkNumber('repeatPenalty', o.repeatPenalty, { min: 0 });
+    checkNumber('repeatLastN', o.repeatLastN, { min: 0, integer: true });
+    const stops = o.stop === undefined ? [] : Array.isArray(o.stop) ? o.stop : [o.stop];
+    if (stops.some((s) => typeof s !== 'string' || s === '')) throw new WispError('arg', 'stop must be a non-empty string or an array of them');
+    const [seedLo, seedHi] = seedHalves(o.seed);
+    this.#alive();
+    const release = await this.#lock.acquire();
+    if (this.#disposed) {
+      release();
+      this.#alive();
+    }
+    const e = this.#engine;
+    const m = e.mod;
+    const stats = { promptTokens: 0, evaluatedPromptTokens: 0, prefillMs: 0, ttftMs: 0, generatedTokens: 0, decodeMs: 0,
+      tokensPerSecond: 0, prefillTokensPerSecond: 0, stopReason: 'length' };
+    this.lastStats = stats;
+    this.#busy = true;
+    try {
+      const t0 = now();
+      const addBos = o.addBos ?? m._ww_add_bos_default(this.#ptr) !== 0;
+      const n = this._tokenizeInPlace(prompt, addBos, o.special ?? false);
+      m._ww_sampler(this.#ptr, o.temperature, o.topK, o.topP, o.minP, o.repeatPenalty, o.repeatLastN, seedLo, seedHi);
+      if (o.cachePrompt === false) m._ww_reset(this.#ptr);
+      const evaluated = m._ww_prompt(this.#ptr, n);
+      if (evaluated < 0) throw e.error(this.#ptr);
+      const t1 = now();
+      Object.assign(stats, { promptTokens: n, evaluatedPromptTokens: evaluated, prefillMs: t1 - t0,
+        prefillTokensPerSecond: evaluated / Math.max(t1 - t0, 1e-3) * 1000 });
+      const decoder = new TextDecoder('utf-8');
+      const io = m._ww_io(this.#ptr);
+      const pause = makeYielder();
+      let held = ''; // text that may be the start of a stop string
+      let tFirst = 0;
+      for (let i = 0; i < o.maxTokens; i++) {
+        if (o.signal?.aborted || this.#disposed) { stats.stopReason = 'abort'; break; }
+        const id = m._ww_next(this.#ptr);
+        if (id === END) { stats.stopReason = 'eos'; break; }
+        if (id === FULL) { stats.stopReason = 'context'; break; }
+        if (id < 0) throw e.error(this.#ptr);
+        if (i === 0) { tFirst = now(); stats.ttftMs = tFirst - t0; }
+        stats.generatedTokens++;
+        const len = m._ww_token_piece(this.#ptr, id);
+        held += decoder.decode(e.u8.subarray(io, io + len), { stream: true });
+        o.onToken?.(id);
+        const cut = cutAtStop(held, stops);
+        if (cut.stopped) {
+          if (cut.emit) yield cut.emit;
+          held = '';
+          stats.stopReason = 'stop';
+          break;
+        }
+        if (cut.emit) {
+          held = held.slice(cut.emit.length);
+          yield cut.emit;
+        }
+        await pause();
+      }
+      if (stats.stopReason !== 'stop') {
+        held += decoder.decode();
+        if (held) yield held;
+      }
+      const t2 = now();
+      stats.decodeMs = tFirst ? t2 - tFirst : 0;
+      stats.tokensPerSecond = stats.generatedTokens > 1 ? (stats.generatedTokens - 1) / Math.max(stats.decodeMs, 1e-3) * 1000 : 0;
+    } finally {
+      this.#busy = false;
+      release();
+    }
+  }
+
+  /**
+   * Fine-tune a LoRA adapter on `data` (a text, or an array of documents).
+   * Memory for the session is allocated before the first step and released
+   * after the last; the steps allocate nothing (progress events carry
+   * memoryBytes, constant from the first step on). Aborting rejects with an
+   * AbortError. The model's own context and attached adapters are untouched.
+   */
+  async finetune(data, options = {}) {
+    checkOptions('finetune', options, FINETUNE_OPTIONS);
+    const o = finetuneOptions(options);
+    const { text, format, docs } = trainingText(data, o);
+    this.#alive();
+    const release = await this.#lock.acquire();
+    const e = this.#engine;
+    const m = e.mod;
+    let t = 0;
+    this.#busy = true;
+    try {
+      this.#alive();
+      const bytes = new TextEncoder().encode(text);
+      const ptr = e.alloc(bytes.length + 1);
+      e.u8.set(bytes, ptr);
+      t = m._ww_train_begin(this.#ptr, ...writeTrainFields(e, { ...o, format, docs }), ptr, bytes.length);
+      if (!t) throw e.error(this.#ptr);
+      const examples = m._ww_train_examples(t);
+      const perStep = o.batch * o.ctx;
+      const t0 = now();
+      for (let step = 1; step <= o.steps; step++) {
+        Model.checkAbort(o.signal);
+        if (this.#disposed) throw new WispError('disposed', 'the model was disposed while fine-tuning');
+        const ts = now();
+        if (m._ww_train_step(t, e.scratch) !== 0) throw e.error(this.#ptr);
+        const tEnd = now();
+        const r = new Float64Array(e.u8.buffer, e.scratch, 6);
+        o.onProgress?.({
+          step, steps: o.steps, loss: r[0], scoredTokens: r[1], lr: r[2], gradNorm: r[3], epoch: r[5], examples,
+          tokensPerSecond: perStep / Math.max(tEnd - ts, 1e-3) * 1000,
+          averageTokensPerSecond: step * perStep / Math.max(tEnd - t0, 1e-3) * 1000,
+          tokens: step * perStep, elapsedMs: tEnd - t0, memoryBytes: e.memoryBytes,
+        });
+        await yieldToEventLoop();
+      }
+      Model.checkAbort(o.signal);
+      const a = m._ww_train_finish(t);
+      t = 0;
+      return new Adapter(this, a, { source: 'finetune', name: o.name });
+    } finally {
+      if (t) m._ww_train_free(t);
+      this.#busy = false;
+      release();
+    }
+  }
+
+  /** Attach (or rescale) an adapter; the KV cache restarts. */
+  useAdapter(adapter, scale = 1) {
+    this.#alive();
+    checkNumber('scale', scale);
+    this.#own(adapter);
+    if (this.#engine.mod._ww_adapter_attach(this.#ptr, adapter._ptr, scale) !== 0) throw this.#engine.error(this.#ptr);
+    this.#adapters.set(adapter, scale);
+  }
+
+  /** Detach an adapter (it stays loaded and can be used again). */
+  removeAdapter(adapter) {
+    this.#alive();
+    this.#own(adapter);
+    if (this.#engine.mod._ww_adapter_detach(this.#ptr, adapter._ptr) !== 0) throw this.#engine.error(this.#ptr);
+    this.#adapters.delete(adapter);
+  }
+
+  /** Adapters attached now, with their scales. */
+  get adapters() { return [...this.#adapters].map(([adapter, scale]) => ({ adapter, scale })); }
+
+  #own(adapter) {
+    if (this.#busy) throw new WispError('busy', 'the model is generating or fine-tuning: wait for it (or abort it) before changing adapters');
+    if (!adapter || adapter.model !== this) throw new WispError('arg', 'this adapter belongs to another model (load it with loadAdapter(model, ...))');
+    if (adapter.disposed) throw new WispError('disposed', 'this adapter was disposed');
+  }
+
+  /** @internal detach and free an adapter of this model */
+  _disposeAdapter(adapter, ptr) {
+    if (this.#busy) throw new WispError('busy', 'the model is generating or fine-tuning: wait for it (or abort it) before disposing an adapter');
+    this.#adapters.delete(adapter);
+    this.#engine.mod._ww_adapter_free(this.#ptr, ptr);
+  }
+
+  /** Free everything; the model cannot be used afterwards. */
+  dispose() {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#lock.run(() => {
+      this.#engine.mod._ww_close(this.#ptr);
+      this.#engine = null;
+    });
+  }
+
+  get disposed() { return this.#disposed; }
+
+  static checkAbort(signal) {
+    if (signal?.aborted) throw abortError(signal.reason);
+  }
+}
+
+// Split streamed text at the first stop string: { stopped, emit } where emit
+// is what can be shown now (everything before a stop string, or everything
+// that cannot be the beginning of one).
+export function cutAtStop(text, stops) {
+  if (stops.length === 0) return { stopped: false, emit: text };
+  let first = -1;
+  for (const s of stops) {
+    const at = text.indexOf(s);
+    if (at >= 0 && (first < 0 || at < first)) first = at;
+  }
+  if (first >= 0) return { stopped: true, emit: text.slice(0, first) };
+  let keep = 0;
+  for (const s of stops)
+    for (let k = Math.min(s.length - 1, text.length); k > keep; k--)
+      if (text.endsWith(s.slice(0, k))) { keep = k; break; }
+  return { stopped: false, emit: text.slice(0, text.length - keep) };
+}
+
+// ---- fine-tuning helpers ----
+
+const SCHEDULES = ['constant', 'cosine', 'linear', '1cycle'];
+
+// Options with the defaults of `wisp finetune`, so the same settings train
+// the same adapter in a browser and natively.
+function finetuneOptions(options) {
+  const o = { rank: 8, steps: 100, ctx: 256, batch: 4, lr: 1e-3, seed: 42, schedule: 'cosine', clip: 1, ...options };
+  o.alpha ??= 2 * o.rank;
+  o.warmup ??= Math.floor(o.steps / 20);
+  checkNumber('rank', o.rank, { min: 1, max: 4096, integer: true });
+  checkNumber('alpha', o.alpha, { min: 0 });
+  checkNumber('steps', o.steps, { min: 1, max: 2 ** 31 - 1, integer: true });
+  checkNumber('ctx', o.ctx, { min: 1, max: 65536, integer: true });
+  checkNumber('batch', o.batch, { min: 1, max: 4096, integer: true });
+  checkNumber('lr', o.lr, { min: 0 });
+  checkNumber('warmup', o.warmup, { min: 0, max: 2 ** 31 - 1, integer: true });
+  checkNumber('clip', o.clip, { min: 0 });
+  if (!(o.lr > 0)) throw new WispError('arg', 'lr must be positive');
+  if (!SCHEDULES.includes(o.schedule)) throw new WispError('arg', `schedule must be one of ${SCHEDULES.join(', ')}`);
+  if (o.docs !== undefined && o.docs !== 'file' && o.docs !== 'blank') throw new WispError('arg', "docs must be 'file' or 'blank'");
+  if (o.format !== undefined && o.format !== 'text' && o.format !== 'jsonl') throw new WispError('arg', "format must be 'text' or 'jsonl'");
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new WispError('arg', 'onProgress must be a function');
+  return o;
+}
+
+// The training data as the engine reads it (adapters/train_data.h): plain
+// text (one document, or paragraphs with docs: 'blank'), or JSONL records.
+// An array of strings is several documents; an array of objects is records
+// ({prompt, completion} or {instruction, input, output}).
+function trainingText(data, o) {
+  if (typeof data === 'string') {
+    if (!data.trim()) throw new WispError('arg', 'the training text is empty');
+    return { text: data, format: o.format ?? 'text', docs: o.docs ?? 'file' };
+  }
+  if (Array.isArray(data) && data.length > 0 && data.every((d) => typeof d === 'string')) {
+    const docs = data.filter((d) => d.trim());
+    if (docs.length === 0) throw new WispError('arg', 'the training documents are empty');
+    return { text: docs.join('\n\n'), format: 'text', docs: 'blank' };
+  }
+  if (Array.isArray(data) && data.length > 0 && data.every((d) => d && typeof d === 'object')) {
+    return { text: data.map((r) => JSON.stringify(r)).join('\n'), format: 'jsonl', docs: 'file' };
+  }
+  throw new WispError('arg', 'training data must be a string, an array of strings (documents) or an array of records');
+}
+
+// Training settings into the scratch area as wasm/abi_train.c's TI_*/TF_*
+// fields; returns the two pointers.
+function writeTrainFields(e, o) {
+  const [lo, hi] = seedHalves(o.seed);
+  const ti = e.scratch + 1536;
+  const tf = e.scratch + 1600;
+  new Int32Array(e.u8.buffer, ti, 10).set([o.ctx, o.batch, o.rank, o.steps, lo | 0, hi | 0, SCHEDULES.indexOf(o.schedule),
+    o.warmup, o.format === 'jsonl' ? 1 : 0, o.docs === 'blank' ? 1 : 0]);
+  new Float32Array(e.u8.buffer, tf, 3).set([o.alpha, o.lr, o.clip]);
+  return [ti, tf];
+}
+
+// The plan of a fine-tuning session with these options.
+export function planFinetune(e, ptr, options) {
+  checkOptions('plan finetune', options, FINETUNE_OPTIONS);
+  const o = finetuneOptions(options);
+  if (e.mod._ww_train_plan(ptr, ...writeTrainFields(e, o), e.scratch) !== 0) throw e.error(ptr);
+  return e.readPlan();
+}

@@ -1,0 +1,149 @@
+#!/usr/bin/env node
+// The demo in Debian's Chromium, driven by playwright-core (no browser is
+// ever downloaded): load stories260K from the local server, chat (greedy text
+// equals the native CLI's), fine-tune a LoRA for a few steps with the loss
+// chart, switch the adapter on, compare, download it as GGUF and PEFT, and
+// take a screenshot. wasm memory must not change while generating or between
+// training steps. Also the package's direct (main-thread) API in the page.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { WEB_OUT, WORK, check, checkEqual, cliGreedy, dep, done, fail, shared, skip } from './lib.mjs';
+
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+const modelPath = shared('models/stories260K.gguf');
+const corpus = readFileSync(shared('data/tinyshakespeare.txt'), 'utf8').slice(0, 6000);
+const playwright = await dep('playwright-core');
+const chromium = playwright.chromium ?? playwright.default.chromium;
+const { serve } = await import(pathToFileURL(path.join(WEB_OUT, 'demo', 'serve.mjs')).href);
+
+const prompt = 'Once upon a time';
+const nTokens = 40;
+const expected = cliGreedy(modelPath, prompt, nTokens);
+const server = await serve({ root: WEB_OUT, models: path.dirname(modelPath), port: 0 });
+const base = `http://127.0.0.1:${server.address().port}`;
+const profile = mkdtempSync(path.join(WORK, 'chromium-profile-'));
+const pageErrors = [];
+const ctx = await chromium.launchPersistentContext(profile, {
+  executablePath: CHROMIUM,
+  headless: true,
+  acceptDownloads: true,
+  viewport: { width: 1100, height: 1500 },
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const stateIs = (s) => `document.body.dataset.state === ${JSON.stringify(s)}`;
+
+try {
+  const page = ctx.pages()[0] ?? await ctx.newPage();
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+  await page.goto(`${base}/demo/`);
+  await page.waitForFunction(stateIs('empty'));
+
+  // The package's direct API in the page's main thread.
+  const direct = await page.evaluate(async ([url, p, n]) => {
+    const wisp = await import('/src/index.mjs');
+    const plan = await wisp.plan(url, { ctx: 128 });
+    const m = await wisp.loadModel(url, { ctx: 128 });
+    const text = await m.complete(p, { temperature: 0, maxTokens: n });
+    const r = { planTotal: plan.total, initTotal: m.memoryPlan.total, text, kernels: m.info.kernels };
+    m.dispose();
+    return r;
+  }, [`/models/${path.basename(modelPath)}`, prompt, nTokens]);
+  checkEqual(direct.text, expected, 'main-thread API in Chromium: greedy text equals the native CLI');
+  checkEqual(direct.planTotal, direct.initTotal, 'plan from the header over HTTP equals the plan init used');
+  console.log(`kernels in Chromium: ${direct.kernels}`);
+
+  // Load through the URL field (plan, streamed download with progress).
+  await page.fill('#opt-ctx', '256');
+  await page.fill('#model-url', `/models/${path.basename(modelPath)}`);
+  await page.click('#model-url-load');
+  await page.waitForFunction(`${stateIs('ready')} || ${stateIs('error')}`, null, { timeout: 60000 });
+  const status = await page.textContent('#model-status');
+  check(/^Loaded /.test(status), `model status after loading: ${status}`);
+  check((await page.$$eval('#plan-table tr', (rows) => rows.length)) > 5, 'the memory plan is shown');
+
+  // Chat: greedy, streamed into the transcript.
+  await page.fill('#gen-temp', '0');
+  await page.fill('#gen-max', String(nTokens));
+  await page.fill('#chat-input', prompt);
+  await page.click('#chat-send');
+  await page.waitForFunction(`${stateIs('ready')} && document.querySelector('#transcript .model')`, null, { timeout: 60000 });
+  checkEqual(await page.textContent('#transcript .model'), expected, 'demo chat (worker) greedy text equals the native CLI');
+  check(/tokens\/s/.test(await page.textContent('#gen-stats')), 'tokens/s are shown');
+
+  // Fine-tune a few steps; the loss chart and progress follow.
+  const steps = 6;
+  await page.fill('#train-text', corpus);
+  await page.fill('#ft-steps', String(steps));
+  await page.fill('#ft-ctx', '32');
+  await page.fill('#ft-batch', '2');
+  await page.fill('#ft-rank', '4');
+  await page.fill('#ft-lr', '0.01');
+  await page.click('#ft-start');
+  await page.waitForFunction(`${stateIs('trained')} || (${stateIs('ready')} && document.querySelector('#ft-status.error'))`, null,
+    { timeout: 180000 });
+  const ftStatus = await page.textContent('#ft-status');
+  check(/^Trained /.test(ftStatus), `fine-tuning finished: ${ftStatus}`);
+  const demo = await page.evaluate(() => ({ losses: window.wispDemo.losses, memory: window.wispDemo.memory }));
+  checkEqual(demo.losses.length, steps, 'one progress event per step');
+  check(demo.losses.every((p, i) => p.step === i + 1 && Number.isFinite(p.loss) && p.tokensPerSecond > 0),
+    'progress events carry step, a finite loss and tokens/s');
+  const mem = (w) => demo.memory.filter((m) => m.where === w || (w === 'train' && m.where.startsWith('train step')));
+  checkEqual(mem('generate')[0].bytes, mem('load')[0].bytes, 'wasm memory unchanged by generation');
+  const trainMem = mem('train').map((m) => m.bytes);
+  check(trainMem.length === steps && trainMem.every((b) => b === trainMem[0]), `wasm memory constant across training steps (${trainMem})`);
+  check(await page.isChecked('#adapter-on'), 'the trained adapter is switched on');
+
+  // Compare with and without the adapter.
+  await page.click('#compare');
+  await page.waitForFunction(`${stateIs('trained')} && /only the adapter differs/.test(document.querySelector('#adapter-status').textContent)`,
+    null, { timeout: 60000 });
+  const cmpBase = await page.textContent('#cmp-base');
+  const cmpLora = await page.textContent('#cmp-lora');
+  checkEqual(cmpBase, prompt + expected, 'comparison: the base model is unchanged');
+  check(cmpLora !== cmpBase, 'comparison: the adapter changes the text');
+  const memEnd = await page.evaluate(() => window.wispDemo.model.memoryBytes);
+  checkEqual(memEnd, trainMem[0], 'wasm memory unchanged by generating with the trained adapter');
+
+  // Downloads.
+  const [gg] = await Promise.all([page.waitForEvent('download'), page.click('#dl-gguf')]);
+  const ggPath = path.join(WORK, 'wisp-lora.gguf');
+  await gg.saveAs(ggPath);
+  const ggBytes = readFileSync(ggPath);
+  checkEqual(ggBytes.subarray(0, 4).toString('latin1'), 'GGUF', 'downloaded adapter is a GGUF');
+  const peft = [];
+  page.on('download', (d) => peft.push(d));
+  await page.click('#dl-peft');
+  await page.waitForFunction(() => /Saved adapter_config/.test(document.querySelector('#adapter-status').textContent), null,
+    { timeout: 20000 });
+  while (peft.length < 2) await new Promise((r) => setTimeout(r, 50));
+  const names = peft.map((d) => d.suggestedFilename()).sort();
+  checkEqual(names.join(','), 'adapter_config.json,adapter_model.safetensors', 'PEFT download file names');
+  const cfgPath = path.join(WORK, 'adapter_config.json');
+  await peft.find((d) => d.suggestedFilename() === 'adapter_config.json').saveAs(cfgPath);
+  const cfg = JSON.parse(readFileSync(cfgPath, 'utf8'));
+  checkEqual(cfg.r, 4, 'PEFT config rank');
+  checkEqual(cfg.peft_type, 'LORA', 'PEFT config type');
+
+  // Switch the adapter off: the base text is back.
+  await page.uncheck('#adapter-on');
+  await page.click('#chat-clear');
+  await page.click('#chat-send');
+  await page.waitForFunction(`${stateIs('ready')} && document.querySelector('#transcript .model')`, null, { timeout: 60000 });
+  checkEqual(await page.textContent('#transcript .model'), expected, 'adapter off: base text again');
+
+  const shot = path.join(WORK, 'demo.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  console.log(`screenshot: ${shot}`);
+  check(pageErrors.length === 0, `no page errors (${pageErrors.join(' | ')})`);
+} catch (e) {
+  fail(`${e.message}${pageErrors.length ? `\npage errors: ${pageErrors.join(' | ')}` : ''}`);
+} finally {
+  await ctx.close();
+  server.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+done();

@@ -1,0 +1,68 @@
+// Compiled (never run) by test_types.mjs: every public call with its types,
+// and misuses the .d.ts must reject.
+import {
+  loadModel, createWorkerModel, plan, loadAdapter, configureEngine, version, WispError,
+  type Model, type WorkerModel, type Adapter, type WorkerAdapter, type MemoryPlan, type GenerationStats,
+  type FinetuneProgress, type PeftFiles,
+} from 'wisp';
+
+async function direct(bytes: Uint8Array, file: File): Promise<void> {
+  const p: MemoryPlan = await plan(file, { ctx: 512, finetune: { rank: 8, ctx: 128, batch: 4 } });
+  const trainBytes: number | undefined = p.finetune?.parts.activations;
+  const total: number = p.total + p.parts.kv_cache + p.model.nLayers;
+  const m: Model = await loadModel(bytes, { ctx: 256, kvType: 'f16', onProgress: ({ loaded, total: all }) => console.log(loaded, all) });
+  const text: string = await m.complete('Once', { maxTokens: 8, temperature: 0, topK: 40, topP: 0.9, minP: 0.05, repeatPenalty: 1.1, seed: 1 });
+  const ac = new AbortController();
+  for await (const piece of m.generate('Once', { signal: ac.signal, stop: ['\n'], seed: 5n })) console.log(piece.toUpperCase());
+  const stats: GenerationStats | null = m.lastStats;
+  const adapter: Adapter = await m.finetune('some text', {
+    rank: 4, alpha: 8, steps: 2, ctx: 32, batch: 2, lr: 1e-3, seed: 1,
+    onProgress: (e: FinetuneProgress) => console.log(e.step, e.loss, e.tokensPerSecond), signal: ac.signal,
+  });
+  m.useAdapter(adapter, 0.5);
+  m.removeAdapter(adapter);
+  const gguf: Uint8Array = adapter.toGGUF();
+  const peft: PeftFiles = adapter.toPEFT();
+  const again: Adapter = await loadAdapter(m, gguf);
+  const fromPeft: Adapter = await loadAdapter(m, { config: peft.config, safetensors: peft.safetensors });
+  const ids: Int32Array = m.tokenize('hello', { addBos: true });
+  const back: string = m.detokenize(ids);
+  const records: Adapter = await m.finetune([{ prompt: 'Q:', completion: ' A.' }, { instruction: 'Say hi', output: 'Hi' }], { schedule: 'constant' });
+  m.dispose();
+  console.log(trainBytes, records.info.rank, total, text, stats?.tokensPerSecond, again.info.rank, fromPeft.info.source, back, version);
+  // @ts-expect-error temperature is a number
+  await m.complete('Once', { temperature: 'hot' });
+  // @ts-expect-error direct adapters export synchronously
+  (await adapter.toGGUF()).then;
+  // @ts-expect-error unknown kv type
+  await loadModel(bytes, { kvType: 'q8' });
+  // @ts-expect-error unknown schedule
+  await m.finetune('text', { schedule: 'sawtooth' });
+}
+
+async function worker(url: string): Promise<void> {
+  const wm: WorkerModel = await loadModel(url, { worker: true });
+  const w2: WorkerModel = await createWorkerModel(new URL(url), { workerUrl: '/worker.mjs' });
+  const text: string = await wm.complete('Once');
+  const a: WorkerAdapter = await wm.finetune(['doc one', 'doc two'], { steps: 1 });
+  await wm.useAdapter(a, 1);
+  const bytes: Uint8Array = await a.toGGUF();
+  const la: WorkerAdapter = await loadAdapter(wm, bytes);
+  await wm.removeAdapter(la);
+  await wm.dispose();
+  await w2.dispose();
+  console.log(text);
+  // @ts-expect-error worker adapters export asynchronously
+  const sync: Uint8Array = a.toGGUF();
+  console.log(sync);
+}
+
+configureEngine({ wasmUrl: '/wisp-engine.wasm' });
+try {
+  await direct(new Uint8Array(0), new File([], 'm.gguf'));
+  await worker('m.gguf');
+} catch (e) {
+  if (e instanceof WispError) console.log(e.code === 'format', e.message);
+}
+// @ts-expect-error plan needs a source
+await plan();

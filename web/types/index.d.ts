@@ -1,0 +1,327 @@
+// Types of the npm package `wisp` (src/index.mjs).
+
+/** Where a GGUF comes from. Strings are URLs in browsers and file paths in Node (unless http:, https:, data: or blob:). */
+export type ModelSource = Uint8Array | ArrayBuffer | ArrayBufferView | Blob | Response | URL | string;
+
+/** Stable codes of WispError. */
+export type WispErrorCode =
+  | 'arg' | 'format' | 'unsupported' | 'shape' | 'not_found' | 'arena' | 'capacity' | 'numeric' | 'io'
+  | 'aborted' | 'internal' | 'disposed' | 'busy';
+
+/** Every failure: a code and a message naming what was wrong. Aborted fine-tuning rejects with name 'AbortError'. */
+export declare class WispError extends Error {
+  readonly code: WispErrorCode;
+  constructor(code: WispErrorCode, message: string);
+}
+
+export interface LoadProgress {
+  /** bytes read so far */
+  loaded: number;
+  /** bytes in all, when known */
+  total: number | undefined;
+}
+
+/** What sizes the arena. Zero means the default. */
+export interface EngineOptions {
+  /** KV cache positions; default: the model's context length, at most 4096 */
+  ctx?: number;
+  /** tokens per forward step; default min(ctx, 64) */
+  batch?: number;
+  /** KV cache element type; default 'f16' (as llama.cpp) */
+  kvType?: 'f16' | 'f32';
+  /** longest prompt in bytes; default max(4096, ...) */
+  maxTextBytes?: number;
+  /** LoRA adapters attachable at once; default 4 */
+  maxAdapters?: number;
+  /** largest rank of an attached adapter; default 64 */
+  maxLoraRank?: number;
+}
+
+export interface LoadOptions extends EngineOptions {
+  /** kernel table: 'auto' (default: the best available), 'scalar' or 'wasm-simd128' */
+  kernels?: string;
+  onProgress?: (progress: LoadProgress) => void;
+  signal?: AbortSignal;
+  /** run the model in a Web Worker (browsers) or a worker thread (Node) */
+  worker?: boolean;
+}
+
+export interface WorkerLoadOptions extends Omit<LoadOptions, 'worker'> {
+  /** where the package's src/worker.mjs is served from, if a bundler moved it */
+  workerUrl?: string | URL;
+  /** move (rather than copy) an ArrayBuffer source to the worker */
+  transfer?: boolean;
+}
+
+export type PlanPart =
+  | 'context' | 'tokenizer' | 'kv_cache' | 'scratch' | 'logits' | 'sampler' | 'text' | 'adapters' | 'lora'
+  | 'gradients' | 'optimizer' | 'activations' | 'train_scratch';
+
+/** Exact bytes, per part, before anything is allocated. */
+export interface MemoryPlan {
+  /** arena bytes */
+  total: number;
+  parts: Record<PlanPart, number>;
+  /** bytes of weights, used in place (not part of the arena) */
+  weights: number;
+  /** size of the GGUF (undefined when a server did not say) */
+  fileBytes: number | undefined;
+  config: { ctx: number; batch: number; kvType: 'f16' | 'f32'; maxTextBytes: number; maxAdapters: number; maxLoraRank: number };
+  model: { nVocab: number; dim: number; nLayers: number; nHeads: number; nKvHeads: number; headDim: number; ffnDim: number; ctxTrain: number };
+  /** from plan(source): general.name and general.architecture */
+  name?: string;
+  architecture?: string;
+  /** from plan(source): wasm memory loading will take (file + arena + engine) */
+  wasmBytes?: number;
+  /** from plan(source): whether that fits wasm32's 2 GiB */
+  fitsWasm?: boolean;
+  /** from plan(source, { finetune }): the fine-tuning session's own arena */
+  finetune?: MemoryPlan;
+}
+
+/** What sizes a fine-tuning session's arena. */
+export type FinetuneShape = Pick<FinetuneOptions, 'rank' | 'ctx' | 'batch' | 'steps' | 'alpha' | 'lr' | 'seed' | 'schedule' | 'warmup' | 'clip'>;
+
+export interface PlanOptions extends EngineOptions {
+  signal?: AbortSignal;
+  /** also plan a fine-tuning session of this shape (plan.finetune; wasmBytes includes it) */
+  finetune?: FinetuneShape;
+}
+
+export interface GenerateOptions {
+  /** tokens to generate at most; default 128 */
+  maxTokens?: number;
+  /** 0: greedy; default 0.8 */
+  temperature?: number;
+  /** default 40; 0: off */
+  topK?: number;
+  /** default 0.95; 1: off */
+  topP?: number;
+  /** default 0.05; 0: off */
+  minP?: number;
+  /** default 1 (off) */
+  repeatPenalty?: number;
+  /** default 64 */
+  repeatLastN?: number;
+  /** same seed, same text; default random */
+  seed?: number | bigint;
+  /** add the BOS token; default: the model's preference */
+  addBos?: boolean;
+  /** parse special-token texts such as <|im_start|> in the prompt */
+  special?: boolean;
+  /** end the text before the first of these strings */
+  stop?: string | string[];
+  /** aborting ends the iteration (stopReason 'abort') */
+  signal?: AbortSignal;
+  /** called with each generated token id */
+  onToken?: (id: number) => void;
+  /** reuse the KV cache for what the prompt shares with the last one; default true */
+  cachePrompt?: boolean;
+}
+
+export interface GenerationStats {
+  promptTokens: number;
+  /** prompt tokens actually evaluated (the rest was reused from the KV cache) */
+  evaluatedPromptTokens: number;
+  prefillMs: number;
+  prefillTokensPerSecond: number;
+  /** time to first token, from the call */
+  ttftMs: number;
+  generatedTokens: number;
+  decodeMs: number;
+  /** decode speed, after the first token */
+  tokensPerSecond: number;
+  stopReason: 'length' | 'eos' | 'stop' | 'abort' | 'context';
+}
+
+/** A prompt/completion record, or an Alpaca-style instruction record: only the response is scored. */
+export type TrainingRecord = { prompt: string; completion: string } | { instruction: string; input?: string; output: string };
+
+/** Training data: one text, several documents, or records. */
+export type TrainingData = string | string[] | TrainingRecord[];
+
+/** Defaults are `wisp finetune`'s, so the same settings train the same adapter in a browser and natively. */
+export interface FinetuneOptions {
+  /** LoRA rank; default 8 */
+  rank?: number;
+  /** LoRA alpha; default 2 x rank */
+  alpha?: number;
+  /** optimizer steps; default 100 */
+  steps?: number;
+  /** tokens per training sequence; default 256 */
+  ctx?: number;
+  /** sequences per step; default 4 */
+  batch?: number;
+  /** peak learning rate (AdamW); default 1e-3 */
+  lr?: number;
+  /** learning-rate schedule; default 'cosine' */
+  schedule?: 'constant' | 'cosine' | 'linear' | '1cycle';
+  /** warmup steps; default 5% of the steps */
+  warmup?: number;
+  /** global gradient-norm clipping; default 1, 0: off */
+  clip?: number;
+  /** plain text as one document ('file', default) or blank-line paragraphs ('blank') */
+  docs?: 'file' | 'blank';
+  /** a string of JSONL records instead of plain text */
+  format?: 'text' | 'jsonl';
+  /** initialisation and data order; default 42 */
+  seed?: number | bigint;
+  /** name recorded in exported files */
+  name?: string;
+  onProgress?: (progress: FinetuneProgress) => void;
+  /** aborting rejects with an AbortError */
+  signal?: AbortSignal;
+}
+
+export interface FinetuneProgress {
+  step: number;
+  steps: number;
+  /** mean cross-entropy of this step's batch */
+  loss: number;
+  /** targets the loss was taken over */
+  scoredTokens: number;
+  /** learning rate of this step */
+  lr: number;
+  /** gradient norm before clipping */
+  gradNorm: number;
+  /** passes over the data completed */
+  epoch: number;
+  /** training windows (or records) in the data */
+  examples: number;
+  /** tokens trained on per second, this step */
+  tokensPerSecond: number;
+  /** tokens per second since the first step */
+  averageTokensPerSecond: number;
+  /** tokens trained on so far */
+  tokens: number;
+  elapsedMs: number;
+  /** wasm memory (constant from the first step on) */
+  memoryBytes: number;
+}
+
+export interface AdapterInfo {
+  /** adapted projections */
+  pairs: number;
+  rank: number;
+  alpha: number;
+  name?: string;
+  source: 'gguf' | 'peft' | 'finetune';
+}
+
+/** PEFT's two files: adapter_config.json (text) and adapter_model.safetensors. */
+export interface PeftFiles {
+  config: string;
+  safetensors: Uint8Array;
+}
+
+export interface ExportOptions {
+  /** general.name of the GGUF */
+  name?: string;
+}
+
+export interface Adapter {
+  readonly model: Model;
+  readonly info: AdapterInfo;
+  readonly disposed: boolean;
+  /** llama.cpp's GGUF LoRA format */
+  toGGUF(options?: ExportOptions): Uint8Array;
+  toPEFT(options?: ExportOptions): PeftFiles;
+  /** detach and free */
+  dispose(): void;
+}
+
+export interface ModelInfo {
+  name: string;
+  architecture: string | undefined;
+  /** the kernel table in use, e.g. 'wasm-simd128' */
+  kernels: string;
+  source: string;
+}
+
+export interface TokenizeOptions {
+  addBos?: boolean;
+  special?: boolean;
+}
+
+export interface DetokenizeOptions {
+  special?: boolean;
+  /** keep the space SentencePiece puts before a text (for ids that continue other text) */
+  continuation?: boolean;
+}
+
+/** A model running in the calling thread. */
+export interface Model {
+  readonly info: ModelInfo;
+  /** the plan the model was initialised with */
+  readonly memoryPlan: MemoryPlan;
+  /** figures of the last generation */
+  readonly lastStats: GenerationStats | null;
+  /** wasm memory of this model's instance */
+  readonly memoryBytes: number;
+  readonly disposed: boolean;
+  /** attached adapters with their scales */
+  readonly adapters: ReadonlyArray<{ adapter: Adapter; scale: number }>;
+  /** the plan for other settings, or with { finetune } the plan of a fine-tuning session */
+  plan(options?: EngineOptions & { finetune?: FinetuneShape }): MemoryPlan;
+  tokenize(text: string, options?: TokenizeOptions): Int32Array;
+  detokenize(ids: ArrayLike<number>, options?: DetokenizeOptions): string;
+  complete(prompt: string, options?: GenerateOptions): Promise<string>;
+  generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, void, undefined>;
+  finetune(data: TrainingData, options?: FinetuneOptions): Promise<Adapter>;
+  useAdapter(adapter: Adapter, scale?: number): void;
+  removeAdapter(adapter: Adapter): void;
+  dispose(): void;
+}
+
+export interface WorkerAdapter {
+  readonly model: WorkerModel;
+  readonly info: AdapterInfo;
+  readonly id: number;
+  readonly disposed: boolean;
+  toGGUF(options?: ExportOptions): Promise<Uint8Array>;
+  toPEFT(options?: ExportOptions): Promise<PeftFiles>;
+  dispose(): Promise<void>;
+}
+
+/** A model running in a worker: the same calls, all asynchronous. */
+export interface WorkerModel {
+  readonly worker: true;
+  readonly info: ModelInfo;
+  readonly memoryPlan: MemoryPlan;
+  readonly lastStats: GenerationStats | null;
+  /** as of the worker's last reply */
+  readonly memoryBytes: number;
+  readonly disposed: boolean;
+  plan(options?: EngineOptions & { finetune?: FinetuneShape }): Promise<MemoryPlan>;
+  tokenize(text: string, options?: TokenizeOptions): Promise<Int32Array>;
+  detokenize(ids: ArrayLike<number>, options?: DetokenizeOptions): Promise<string>;
+  complete(prompt: string, options?: GenerateOptions): Promise<string>;
+  generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, void, undefined>;
+  finetune(data: TrainingData, options?: FinetuneOptions): Promise<WorkerAdapter>;
+  useAdapter(adapter: WorkerAdapter, scale?: number): Promise<void>;
+  removeAdapter(adapter: WorkerAdapter): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** A GGUF LoRA (bytes, File/Blob, URL or path), or PEFT's two files. */
+export type AdapterSource =
+  | ModelSource
+  | { config: string | object | Blob | Uint8Array; safetensors: Uint8Array | ArrayBuffer | Blob }
+  | ReadonlyArray<File>;
+
+export interface AdapterLoadOptions {
+  name?: string;
+  onProgress?: (progress: LoadProgress) => void;
+  signal?: AbortSignal;
+}
+
+export declare function loadModel(source: ModelSource, options: LoadOptions & { worker: true }): Promise<WorkerModel>;
+export declare function loadModel(source: ModelSource, options?: LoadOptions & { worker?: false }): Promise<Model>;
+export declare function createWorkerModel(source: ModelSource, options?: WorkerLoadOptions): Promise<WorkerModel>;
+/** The memory plan of a model, reading only its GGUF header. */
+export declare function plan(source: ModelSource, options?: PlanOptions): Promise<MemoryPlan>;
+export declare function loadAdapter(model: Model, source: AdapterSource, options?: AdapterLoadOptions): Promise<Adapter>;
+export declare function loadAdapter(model: WorkerModel, source: AdapterSource, options?: AdapterLoadOptions): Promise<WorkerAdapter>;
+/** Where the .wasm is, when a bundler moved it. */
+export declare function configureEngine(options: { wasmUrl?: string | URL; wasmBinary?: ArrayBuffer | Uint8Array; wasmModule?: WebAssembly.Module }): void;
+export declare const version: string;
