@@ -37,10 +37,11 @@ all: lib cli
 help:
 	@echo "make              build libwisp.a and the CLI at $(BUILD)/wisp"
 	@echo "make demo         generate, fine-tune a LoRA, generate again (MODEL=, DATA= to use your own)"
-	@echo "make test         run every test (unit, golden, CLI, cross-target)"
+	@echo "make test         run every test (unit, golden, CLI, cross-target, sanitizers, valgrind, fuzz smoke)"
 	@echo "make test-unit    unit and golden tests only (native)"
 	@echo "make test-cli     end-to-end tests of the wisp command"
 	@echo "make test-sanitize  unit + CLI tests built with ASan+UBSan; test-valgrind: under valgrind memcheck"
+	@echo "make test-valgrind-full  test-valgrind with the slowest unit tests too (~25 minutes)"
 	@echo "make fuzz         libFuzzer on every parser (FUZZ_SECONDS=60 each); test-fuzz-smoke: 10 s each"
 	@echo "make test-matrix-full  every truncation/corruption case of every model and adapter file"
 	@echo "make web          the npm package (wasm) in $(BUILD)/web; test-web, bench-web, demo-web"
@@ -93,7 +94,8 @@ test-cli: all $(TOOL_BIN) asan
 	@WISP=$(abspath $(BUILD)/wisp) WISP_ASAN=$(abspath $(BUILD)/asan/wisp) TOOLS=$(abspath $(BUILD)/tests/tools) WISP_SHARED=$(SHARED) \
 	  WORK=$(abspath $(BUILD)/tests/cli) tests/run_cli.sh
 
-test: test-unit test-cli test-web test-embedded test-arm test-wasm
+# hardening runs last in the list: they rebuild everything instrumented
+test: test-unit test-cli test-web test-embedded test-arm test-wasm test-sanitize test-valgrind test-fuzz-smoke
 
 demo: all
 	@scripts/demo.sh $(MODEL) $(DATA)

@@ -54,21 +54,16 @@ int cmd_eval(int argc, char **argv) {
                         "(see: wisp eval --help)\n");
         return CLI_USAGE;
     }
-    cli_adapters ad;
-    if (!cli_adapters_load(&ad, &loras, lora_scale, mo.model)) return CLI_FAIL;
     wisp_config cfg = wisp_config_default();
     cfg.logits_all = true;
     mo.ctx = seq + 1;
     mo.batch = seq + 1;
-    cli_adapters_plan(&ad, &cfg);
+    cli_adapters ad;
     cli_session s;
-    if (!cli_session_open(&s, &mo, &cfg)) {
-        cli_adapters_close(&ad);
-        return CLI_FAIL;
-    }
+    if (!cli_adapted_session_open(&s, &ad, &loras, lora_scale, &mo, &cfg)) return CLI_FAIL;
     cli_data data;
     memset(&data, 0, sizeof data);
-    bool ok = cli_adapters_attach(&ad, s.ctx) && cli_data_load(&data, path, wisp_ctx_tokenizer(s.ctx), &o);
+    bool ok = cli_data_load(&data, path, wisp_ctx_tokenizer(s.ctx), &o);
     int32_t n = ok ? wisp_data_count(&data.d, WISP_SPLIT_TRAIN) : 0, V = wisp_ctx_hparams(s.ctx)->n_vocab;
     if (max_windows > 0 && n > max_windows) n = max_windows;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(seq + 1));

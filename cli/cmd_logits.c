@@ -98,14 +98,8 @@ int cmd_logits(int argc, char **argv) {
         if (strlen(prompts.items[i]) > longest) longest = strlen(prompts.items[i]);
     cfg.max_text_bytes = cli_text_bytes_for(longest);
     cli_adapters ad;
-    if (!cli_adapters_load(&ad, &loras, lora_scale, mo.model)) return CLI_FAIL;
-    cli_adapters_plan(&ad, &cfg);
     cli_session s;
-    if (!cli_session_open(&s, &mo, &cfg) || !cli_adapters_attach(&ad, s.ctx)) {
-        if (s.ctx) cli_session_close(&s);
-        cli_adapters_close(&ad);
-        return CLI_FAIL;
-    }
+    if (!cli_adapted_session_open(&s, &ad, &loras, lora_scale, &mo, &cfg)) return CLI_FAIL;
     const char *base = strrchr(mo.model, '/');
     base = base ? base + 1 : mo.model;
     printf("{\"model\": ");

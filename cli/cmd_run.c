@@ -67,14 +67,8 @@ int cmd_run(int argc, char **argv) {
     wisp_config cfg = wisp_config_default();
     cfg.max_text_bytes = cli_text_bytes_for(strlen(prompt));
     cli_adapters ad;
-    if (!cli_adapters_load(&ad, &loras, lora_scale, mo.model)) return CLI_FAIL;
-    cli_adapters_plan(&ad, &cfg);
     cli_session s;
-    if (!cli_session_open(&s, &mo, &cfg) || !cli_adapters_attach(&ad, s.ctx)) {
-        if (s.ctx) cli_session_close(&s);
-        cli_adapters_close(&ad);
-        return CLI_FAIL;
-    }
+    if (!cli_adapted_session_open(&s, &ad, &loras, lora_scale, &mo, &cfg)) return CLI_FAIL;
     wisp_ctx *ctx = s.ctx;
     const wisp_tokenizer *tok = wisp_ctx_tokenizer(ctx);
     int32_t n_ctx = wisp_ctx_config(ctx)->n_ctx;

@@ -3,8 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "session.h"
-
 bool cli_adapters_load(cli_adapters *a, const cli_str_list *specs, float default_scale, const char *model_path) {
     memset(a, 0, sizeof *a);
     if (specs->n == 0) return true;
@@ -56,4 +54,20 @@ bool cli_adapters_attach(const cli_adapters *a, wisp_ctx *ctx) {
 void cli_adapters_close(cli_adapters *a) {
     for (int i = 0; i < a->n; i++) cli_lora_close(&a->items[i]);
     a->n = 0;
+}
+
+bool cli_adapted_session_open(cli_session *s, cli_adapters *a, const cli_str_list *specs, float default_scale,
+                              const cli_model_opts *mo, wisp_config *cfg) {
+    if (!cli_adapters_load(a, specs, default_scale, mo->model)) return false;
+    cli_adapters_plan(a, cfg);
+    if (!cli_session_open(s, mo, cfg)) {
+        cli_adapters_close(a);
+        return false;
+    }
+    if (!cli_adapters_attach(a, s->ctx)) {
+        cli_session_close(s);
+        cli_adapters_close(a);
+        return false;
+    }
+    return true;
 }

@@ -9,6 +9,7 @@
 
 #include "args.h"
 #include "lora_load.h"
+#include "session.h"
 #include "wisp.h"
 
 typedef struct cli_adapters {
@@ -28,5 +29,12 @@ bool cli_adapters_load(cli_adapters *a, const cli_str_list *specs, float default
 void cli_adapters_plan(const cli_adapters *a, wisp_config *cfg);
 bool cli_adapters_attach(const cli_adapters *a, wisp_ctx *ctx);
 void cli_adapters_close(cli_adapters *a);
+
+/* All of the above for a command: load the adapters of `specs`, plan room
+ * for them in *cfg, open the session and attach them. On failure prints
+ * why, leaves nothing open and returns false; else close with
+ * cli_session_close and cli_adapters_close. */
+bool cli_adapted_session_open(cli_session *s, cli_adapters *a, const cli_str_list *specs, float default_scale,
+                              const cli_model_opts *mo, wisp_config *cfg);
 
 #endif

@@ -9,7 +9,10 @@
  *  - quantized matmuls (every legacy and K-quant type): bit for bit. Each
  *    block's integer sum is exact, and the float steps that follow are the
  *    reference's own operations in its order, one row per vector lane, never
- *    fused. So any row split, tile shape or batch size gives the same bits;
+ *    fused (the decode path for Q4_0/Q8_0, x86_decode.inc, forms the
+ *    per-block terms a chunk of one row at a time, then adds them to one row
+ *    per lane, still in order). So any row split, tile shape or batch size
+ *    gives the same bits;
  *  - activation quantization (Q8_0, Q8_1, Q8_K), axpy, scale and the
  *    F16/BF16 conversions: bit for bit;
  *  - F32/F16/BF16 matmuls and the dot products sum in another order (one

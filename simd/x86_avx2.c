@@ -10,7 +10,8 @@
  * multiplied as they are (int16 pairs summed over as many dwords as cannot
  * overflow before widening), and the two 8-bit types (Q8_0, IQ4_NL) stay
  * signed and use the sign trick, |w| times a * sign(w), whose pair sums
- * stay within int16 for activations in [-127, 127]. */
+ * stay within int16 for activations in [-127, 127]. Decode of Q4_0 and
+ * Q8_0 is x86_decode.inc. */
 #include "x86.h"
 
 #if WISP_HAVE_X86
@@ -71,6 +72,16 @@ INL vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 INL vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 INL vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 INL vf vf_cvt(vi a) { return _mm256_cvtepi32_ps(a); }
+INL vi vi_load(const void *p) { return _mm256_load_si256((const __m256i *)p); }
+INL vf vf_load(const float *p) { return _mm256_load_ps(p); }
+INL vf vf_unpacklo(vf a, vf b) { return _mm256_unpacklo_ps(a, b); }
+INL vf vf_unpackhi(vf a, vf b) { return _mm256_unpackhi_ps(a, b); }
+INL vf vf_lows(vf a, vf b) { return _mm256_shuffle_ps(a, b, 0x44); }
+INL vf vf_highs(vf a, vf b) { return _mm256_shuffle_ps(a, b, 0xee); }
+INL vi vi_unpacklo32(vi a, vi b) { return _mm256_unpacklo_epi32(a, b); }
+INL vi vi_unpackhi32(vi a, vi b) { return _mm256_unpackhi_epi32(a, b); }
+INL vi vi_unpacklo64(vi a, vi b) { return _mm256_unpacklo_epi64(a, b); }
+INL vi vi_unpackhi64(vi a, vi b) { return _mm256_unpackhi_epi64(a, b); }
 
 INL vi add_where(vi w, vi v, vi sel, char add) {
     vi set = _mm256_cmpeq_epi8(_mm256_and_si256(v, sel), _mm256_setzero_si256());
@@ -171,6 +182,64 @@ INL void transpose_x8(const group *g, size_t at, vi q[8]) {
 }
 
 #include "x86_quant.inc"
+
+/* ---- decode (x86_decode.inc) ----------------------------------------------------------- */
+
+#define TGT_DEC TGT
+#define INL_DEC INL
+#define DEC_UNIT 2 /* blocks per vector: one per 128-bit lane */
+
+INL bool dec_available(void) { return true; }
+
+/* Nothing to set up: the blocks' bytes are placed by the loads. */
+typedef int dec_tables;
+INL void dec_tables_init(const int type, dec_tables *t) {
+    (void)type;
+    *t = 0;
+}
+
+/* The dots of the chunk at p0 with its activation levels lv: v[q], 128-bit
+ * lane l = 4 partial sums of block 2q + l; returns the chunk's scales as
+ * floats in lane order. Q8_0 stays signed (the sign trick, each half
+ * widened to 32 bits before they are added, as |w| = 128 would overflow 16
+ * bits); Q4_0's two 16-bit halves fit (2 * 2 * 15 * 127). */
+INL vf dec_units(const int type, const dec_tables *tb, const uint8_t *lv, const uint8_t *p0, vi v[4]) {
+    (void)tb;
+    const size_t bytes = (size_t)legacy_bytes(type);
+    const vi m4 = vi_set8(0x0f), ones = _mm256_set1_epi16(1);
+    uint16_t dh[8];
+    UNROLL
+    for (int q = 0; q < 4; q++) { /* blocks 2q (lane 0) and 2q + 1 (lane 1) */
+        const uint8_t *b0 = p0 + 2 * (size_t)q * bytes, *b1 = b0 + bytes;
+        const vi al = _mm256_load_si256((const __m256i *)(const void *)(lv + 64 * q));
+        const vi ah = _mm256_load_si256((const __m256i *)(const void *)(lv + 64 * q + 32));
+        dh[q] = wisp_load_u16(b0);
+        dh[4 + q] = wisp_load_u16(b1);
+        if (type == WISP_TYPE_Q4_0) {
+            vi x = load128x2(b0 + 2, b1 + 2);
+            vi lo = vi_and(x, m4), hi = vi_and(vi_shr16(x, 4), m4);
+            v[q] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo, al), _mm256_maddubs_epi16(hi, ah)), ones);
+        } else {
+            vi lo = load128x2(b0 + 2, b1 + 2), hi = load128x2(b0 + 18, b1 + 18);
+            vi pl = _mm256_maddubs_epi16(_mm256_abs_epi8(lo), _mm256_sign_epi8(al, lo));
+            vi ph = _mm256_maddubs_epi16(_mm256_abs_epi8(hi), _mm256_sign_epi8(ah, hi));
+            v[q] = vi_add32(_mm256_madd_epi16(pl, ones), _mm256_madd_epi16(ph, ones));
+        }
+    }
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)dh));
+}
+
+/* The cross-lane step of dec_transpose: w[4g + k], 128-bit lane l = rows
+ * 4g..4g+3 at element 4l + k, to u[e] = element e of every row. */
+INL void dec_transpose_lanes(const vf w[8], vf u[8]) {
+    UNROLL
+    for (int k = 0; k < 4; k++) {
+        u[k] = _mm256_permute2f128_ps(w[k], w[4 + k], 0x20);
+        u[4 + k] = _mm256_permute2f128_ps(w[k], w[4 + k], 0x31);
+    }
+}
+
+#include "x86_decode.inc"
 
 /* ---- shared by the float kernels below ------------------------------------------------- */
 

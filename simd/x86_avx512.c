@@ -4,7 +4,9 @@
  *
  * The quantized matmuls are x86_quant.inc over the vocabulary below: 16
  * weight rows per group (one per 32-bit lane of a zmm register), VPDPBUSD
- * for the four-byte dots, and the signed 8-bit types offset by 128. */
+ * for the four-byte dots, and the signed 8-bit types offset by 128.
+ * Decode of Q4_0 and Q8_0 is x86_decode.inc, with AVX512_VBMI's byte
+ * permutes when the CPU has them. */
 #include "x86.h"
 
 #if WISP_HAVE_X86
@@ -65,6 +67,16 @@ INL vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 INL vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 INL vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 INL vf vf_cvt(vi a) { return _mm512_cvtepi32_ps(a); }
+INL vi vi_load(const void *p) { return _mm512_load_si512(p); }
+INL vf vf_load(const float *p) { return _mm512_load_ps(p); }
+INL vf vf_unpacklo(vf a, vf b) { return _mm512_unpacklo_ps(a, b); }
+INL vf vf_unpackhi(vf a, vf b) { return _mm512_unpackhi_ps(a, b); }
+INL vf vf_lows(vf a, vf b) { return _mm512_shuffle_ps(a, b, 0x44); }
+INL vf vf_highs(vf a, vf b) { return _mm512_shuffle_ps(a, b, 0xee); }
+INL vi vi_unpacklo32(vi a, vi b) { return _mm512_unpacklo_epi32(a, b); }
+INL vi vi_unpackhi32(vi a, vi b) { return _mm512_unpackhi_epi32(a, b); }
+INL vi vi_unpacklo64(vi a, vi b) { return _mm512_unpacklo_epi64(a, b); }
+INL vi vi_unpackhi64(vi a, vi b) { return _mm512_unpackhi_epi64(a, b); }
 
 INL vi add_where(vi w, vi v, vi sel, char add) {
     return _mm512_mask_add_epi8(w, _mm512_test_epi8_mask(v, sel), w, _mm512_set1_epi8(add));
@@ -169,6 +181,99 @@ INL void transpose_x8(const group *g, size_t at, vi q[8]) {
 }
 
 #include "x86_quant.inc"
+
+/* ---- decode (x86_decode.inc) ----------------------------------------------------------- */
+
+/* Byte permutes (VPERMB, VPERMT2B) gather the blocks' bytes; they are
+ * AVX512_VBMI, which some AVX-512 CPUs lack (Skylake-X, Cascade Lake), so
+ * only the decode functions are compiled for it, and the path is taken
+ * only when the CPU has it. */
+#define TGT_DEC __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")))
+#define INL_DEC static inline __attribute__((always_inline)) TGT_DEC
+#define DEC_UNIT 4 /* blocks per vector: one per 128-bit lane */
+
+static bool dec_available(void) { return __builtin_cpu_supports("avx512vbmi"); }
+
+/* Byte indices for VPERMT2B / VPERMB, built per call (a few dozen stores)
+ * rather than kept as globals. A quad starts at byte 0 of the row's
+ * chunk; block j of it at byte B j (B = 18 for Q4_0, 34 for Q8_0), its
+ * scale first, its weights from byte 2. */
+typedef struct dec_tables {
+    vi lo; /* 16 weight bytes of every block into 128-bit lane j: Q4_0's packed nibbles, Q8_0's first 16 */
+    vi hi; /* Q8_0's last 16 */
+    vi d;  /* the 4 scales into fp16 slots 4j + q (the same index for every q; the write mask picks q) */
+} dec_tables;
+
+INL_DEC void dec_tables_init(const int type, dec_tables *t) {
+    uint8_t lo[64], hi[64], d[64];
+    for (int k = 0; k < 64; k++) {
+        const int j = k / 16, i = k % 16; /* byte i of block j */
+        if (type == WISP_TYPE_Q4_0) {
+            /* from the bytes at 0 (indices 0..63) and at 8 (64..127: byte n is index 56 + n) */
+            const int at = 18 * j + 2 + i;
+            lo[k] = (uint8_t)(at < 64 ? at : 56 + at);
+            hi[k] = 0;
+            d[k] = (uint8_t)(18 * (k / 8) + k % 2);
+        } else {
+            /* first halves from the bytes at 0 and 64 (index = byte), last
+             * halves from those at 8 and 72 (index = byte - 8) */
+            lo[k] = (uint8_t)(34 * j + 2 + i);
+            hi[k] = (uint8_t)(34 * j + 18 + i - 8);
+            d[k] = (uint8_t)(34 * (k / 8) + k % 2);
+        }
+    }
+    t->lo = _mm512_loadu_si512(lo);
+    t->hi = _mm512_loadu_si512(hi);
+    t->d = _mm512_loadu_si512(d);
+}
+
+/* The dots of the chunk at p0 with its activation levels lv: v[q], 128-bit
+ * lane l = 4 partial sums of block 4q + l; returns the chunk's scales as
+ * floats in lane order. */
+INL_DEC vf dec_units(const int type, const dec_tables *tb, const uint8_t *lv, const uint8_t *p0, vi v[4]) {
+    const int64_t bytes = legacy_bytes(type);
+    const vi m4 = vi_set8(0x0f), flip = vi_set8((char)0x80);
+    vi dh = vi_zero();
+    UNROLL
+    for (int q = 0; q < 4; q++) {
+        const uint8_t *p = p0 + (size_t)(4 * q * bytes);
+        const __mmask64 kd = (__mmask64)(0x0303030303030303ull << (2 * q));
+        vi lo, hi;
+        if (type == WISP_TYPE_Q4_0) {
+            vi a0 = _mm512_loadu_si512(p), a8 = _mm512_loadu_si512(p + 8);
+            vi qs = _mm512_permutex2var_epi8(a0, tb->lo, a8);
+            lo = vi_and(qs, m4);
+            hi = vi_and(vi_shr16(qs, 4), m4);
+            dh = _mm512_mask_permutexvar_epi8(dh, kd, tb->d, a0);
+        } else {
+            vi a0 = _mm512_loadu_si512(p), a64 = _mm512_loadu_si512(p + 64);
+            vi a8 = _mm512_loadu_si512(p + 8), a72 = _mm512_loadu_si512(p + 72);
+            lo = vi_xor(_mm512_permutex2var_epi8(a0, tb->lo, a64), flip);
+            hi = vi_xor(_mm512_permutex2var_epi8(a8, tb->hi, a72), flip);
+            dh = _mm512_mask_permutexvar_epi8(dh, kd & 0x0000ffff0000ffffull, tb->d, a0);
+            dh = _mm512_mask_permutexvar_epi8(dh, kd & 0xffff0000ffff0000ull, tb->d, a64);
+        }
+        vi s = _mm512_dpbusd_epi32(vi_zero(), lo, _mm512_load_si512(lv + 128 * q));
+        v[q] = _mm512_dpbusd_epi32(s, hi, _mm512_load_si512(lv + 128 * q + 64));
+    }
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(dh));
+}
+
+/* The cross-lane step of dec_transpose: w[4g + k], 128-bit lane l = rows
+ * 4g..4g+3 at element 4l + k, to u[e] = element e of every row. */
+INL_DEC void dec_transpose_lanes(const vf w[16], vf u[16]) {
+    UNROLL
+    for (int k = 0; k < 4; k++) {
+        vf e0 = _mm512_shuffle_f32x4(w[k], w[4 + k], 0x88), o0 = _mm512_shuffle_f32x4(w[k], w[4 + k], 0xdd);
+        vf e1 = _mm512_shuffle_f32x4(w[8 + k], w[12 + k], 0x88), o1 = _mm512_shuffle_f32x4(w[8 + k], w[12 + k], 0xdd);
+        u[k] = _mm512_shuffle_f32x4(e0, e1, 0x88);
+        u[8 + k] = _mm512_shuffle_f32x4(e0, e1, 0xdd);
+        u[4 + k] = _mm512_shuffle_f32x4(o0, o1, 0x88);
+        u[12 + k] = _mm512_shuffle_f32x4(o0, o1, 0xdd);
+    }
+}
+
+#include "x86_decode.inc"
 
 /* ---- float weights (F32, F16, BF16) ----------------------------------------------------- */
 

@@ -20,4 +20,8 @@ expect_fail() {
     [ -n "$out" ] || fail "no error message: $*"
     ok
 }
+# asan_runtime: the ASan runtime $WISP links, if it was built with ASan
+# (test-sanitize): what must come first in LD_PRELOAD, and what valgrind
+# cannot run
+asan_runtime() { ldd "$WISP" 2>/dev/null | awk '/libasan/ {print $3; exit}'; }
 done_ok() { echo "ok: $checks checks"; exit 0; }

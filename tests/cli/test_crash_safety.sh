@@ -105,8 +105,10 @@ done
 
 # ---- just before the N-th write, sync or rename ---------------------------------------
 if [ -f "$TOOLS/kill_at.so" ] && head -c 4 "$WISP" | grep -q ELF; then
+    asan=$(asan_runtime)
+    preload="${asan:+$asan }$TOOLS/kill_at.so" # ASan insists on coming first
     rm -rf "$D/count"
-    WISP_KILL_COUNT=$D/counts LD_PRELOAD=$TOOLS/kill_at.so "$WISP" finetune "${args[@]}" -o "$D/count" 2>/dev/null ||
+    WISP_KILL_COUNT=$D/counts LD_PRELOAD=$preload "$WISP" finetune "${args[@]}" -o "$D/count" 2>/dev/null ||
         fail "the counting run failed"
     read -r _ n_fwrite _ n_fsync _ n_rename < "$D/counts"
     for call in fwrite fsync rename; do
@@ -114,7 +116,7 @@ if [ -f "$TOOLS/kill_at.so" ] && head -c 4 "$WISP" | grep -q ELF; then
         for k in 1 2 3 4; do
             n=$(( 1 + (total - 1) * (2 * k - 1) / 8 + (k == 1) )) # spread over the run
             dir=$D/at-$call-$n
-            { WISP_KILL_AT=$call:$n LD_PRELOAD=$TOOLS/kill_at.so "$WISP" finetune "${args[@]}" -o "$dir" 2>/dev/null; } 2>/dev/null
+            { WISP_KILL_AT=$call:$n LD_PRELOAD=$preload "$WISP" finetune "${args[@]}" -o "$dir" 2>/dev/null; } 2>/dev/null
             rc=$? # (the braces keep bash's "Killed" notice out of the log)
             [ $rc -eq 137 ] || fail "the run was not killed before $call $n of $total (exit $rc)"
             check_outputs "$dir"

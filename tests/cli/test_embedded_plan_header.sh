@@ -11,6 +11,8 @@ lib=$(dirname "$WISP")/libwisp.a
 # wrap the CLI elsewhere and have no host library to link.
 [ -f "$lib" ] || { echo "SKIP: no host libwisp.a next to $WISP (a cross-target run)"; exit 77; }
 cc=${CC:-cc}
+san=() # a sanitized library (make test-sanitize) links only with its runtimes
+[ -n "$(asan_runtime)" ] && san=(-fsanitize=address,undefined)
 model=$SHARED/models/stories260K.gguf
 
 cat >"$WORK/plan_header_probe.c" <<'EOF'
@@ -47,6 +49,8 @@ int main(int argc, char **argv) {
     wisp_ctx *ctx;
     wisp_status st = wisp_init(&ctx, &g, &cfg, arena, size, &err);
     printf("%zu bytes: %s\n", size, st ? err.message : "ok");
+    free(arena);
+    free(bytes);
     return st ? 1 : 0;
 }
 EOF
@@ -57,7 +61,7 @@ probe() { # probe NAME PLAN-ARGS...: build the probe against that header, run wi
     "$WISP" plan -m "$model" -t 1 --c-header "$@" >"$WORK/wisp_plan_under_test.h" || fail "$name: wisp plan failed"
     grep -q '^#define WISP_ARENA_BYTES [0-9]*u$' "$WORK/wisp_plan_under_test.h" || fail "$name: no WISP_ARENA_BYTES"
     "$cc" -std=c11 -Wall -Wextra -Werror -I"$WORK" -I"$repo/core" -I"$repo/simd" -I"$repo/adapters" \
-        -I"$repo/embedded/common" "$WORK/plan_header_probe.c" "$lib" -lm -lpthread -o "$WORK/plan_header_probe" ||
+        -I"$repo/embedded/common" "$WORK/plan_header_probe.c" "$lib" "${san[@]}" -lm -lpthread -o "$WORK/plan_header_probe" ||
         fail "$name: the header does not compile"
     "$WORK/plan_header_probe" "$model" 0 >"$WORK/probe.out" || fail "$name: the planned arena failed: $(cat "$WORK/probe.out")"
     ok

@@ -42,7 +42,9 @@ for level in "${levels[@]}"; do
     done
 done
 
-if command -v valgrind >/dev/null; then
+if [ -n "$(asan_runtime)" ]; then
+    echo "note: this wisp is built with ASan, which valgrind cannot run; make test-valgrind checks this"
+elif command -v valgrind >/dev/null; then
     echo "== under valgrind"
     args=(run -m "$SHARED/models/stories260K.gguf" -p "Once upon a time" -n 24 --temp 0 -q -t 2)
     native=$("$WISP" "${args[@]}") || fail "native run"

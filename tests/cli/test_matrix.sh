@@ -14,7 +14,9 @@
 #     with one such line (a flipped weight bit is valid data);
 #   - never a crash, a sanitizer report or a hang (60 s timeout).
 # The default run samples (about 30 cuts and 6 flips per file); MATRIX_FULL=1
-# (make test-matrix-full) runs every boundary cut and more random cases.
+# (make test-matrix-full) runs every boundary cut and more random cases;
+# MATRIX_CASES=FILE runs only the case lines FILE lists (a failure's file in
+# matrix/fail/ is named IDX-MUTATION-ARG after its line "IDX EXPECT MUTATION ARG").
 source "$(dirname "$0")/lib.sh"
 need models/stories260K.gguf models/stories260K.bin models/tok512.bin golden/adapters/stories260K-r4/adapter.gguf \
     data/tinyshakespeare.txt
@@ -94,6 +96,8 @@ while read -r kind file runner arg; do
     done >> "$cases"
     n_files=$((n_files + 1))
 done < "$list"
+# MATRIX_CASES=FILE: only these lines of the case list (e.g. an earlier run's failures)
+if [ -n "${MATRIX_CASES:-}" ]; then grep -x -F -f "$MATRIX_CASES" "$cases" > "$cases.only"; mv "$cases.only" "$cases"; fi
 n_cases=$(wc -l < "$cases")
 
 # ---- running one case ---------------------------------------------------------

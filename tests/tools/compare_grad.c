@@ -9,26 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "json.h"
-
-static bool load(const char *path, wisp_json *j) {
-    size_t n;
-    char *text = (char *)read_file(path, &n);
-    size_t need = 0;
-    wisp_error err = {0};
-    if (!text) {
-        fprintf(stderr, "%s: cannot read\n", path);
-        return false;
-    }
-    wisp_json_parse(j, text, n, NULL, 0, &need, &err);
-    wisp_json_node *nodes = need ? malloc(need * sizeof *nodes) : NULL;
-    if (!nodes || wisp_json_parse(j, text, n, nodes, need, NULL, &err)) {
-        fprintf(stderr, "%s: %s\n", path, err.message);
-        return false;
-    }
-    return true;
-}
+#include "json_file.h"
 
 /* max |a - b| and max |b| over two same-shaped nested arrays; false if shapes differ */
 static bool diff(const wisp_json *ja, int64_t a, const wisp_json *jb, int64_t b, double *max_err, double *max_ref) {
@@ -47,40 +28,30 @@ static bool diff(const wisp_json *ja, int64_t a, const wisp_json *jb, int64_t b,
     return true;
 }
 
-int main(int argc, char **argv) {
-    double loss_tol = 1e-5, grad_tol = 1e-4;
-    if (argc < 3) {
-        fprintf(stderr, "usage: compare_grad REFERENCE.json CANDIDATE.json [--loss-tol L] [--grad-tol G]\n");
-        return 2;
-    }
-    for (int i = 3; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--loss-tol") == 0) loss_tol = atof(argv[i + 1]);
-        else if (strcmp(argv[i], "--grad-tol") == 0) grad_tol = atof(argv[i + 1]);
-    }
-    wisp_json ref, cand;
-    if (!load(argv[1], &ref) || !load(argv[2], &cand)) return 1;
+/* the comparison, printed; 0 when everything is within tolerance */
+static int compare(const wisp_json *ref, const wisp_json *cand, double loss_tol, double grad_tol) {
     double e_tok = 0, r_tok = 0, lr, lc;
-    if (!diff(&cand, wisp_json_get(&cand, 0, "tokens"), &ref, wisp_json_get(&ref, 0, "tokens"), &e_tok, &r_tok) || e_tok != 0) {
+    if (!diff(cand, wisp_json_get(cand, 0, "tokens"), ref, wisp_json_get(ref, 0, "tokens"), &e_tok, &r_tok) || e_tok != 0) {
         fprintf(stderr, "the token lists differ\n");
         return 1;
     }
-    if (!wisp_json_number(&ref, wisp_json_get(&ref, 0, "loss"), &lr) ||
-        !wisp_json_number(&cand, wisp_json_get(&cand, 0, "loss"), &lc)) {
+    if (!wisp_json_number(ref, wisp_json_get(ref, 0, "loss"), &lr) ||
+        !wisp_json_number(cand, wisp_json_get(cand, 0, "loss"), &lc)) {
         fprintf(stderr, "a loss is missing\n");
         return 1;
     }
     double loss_err = fabs(lc - lr) / fabs(lr), worst = 0;
     char worst_name[160] = "none";
     int failures = loss_err <= loss_tol ? 0 : 1, tensors = 0;
-    int64_t rl = wisp_json_get(&ref, 0, "lora"), cl = wisp_json_get(&cand, 0, "lora");
-    for (int64_t k = wisp_json_first(&ref, rl); k >= 0; k = wisp_json_next(&ref, wisp_json_next(&ref, k))) {
+    int64_t rl = wisp_json_get(ref, 0, "lora"), cl = wisp_json_get(cand, 0, "lora");
+    for (int64_t k = wisp_json_first(ref, rl); k >= 0; k = wisp_json_next(ref, wisp_json_next(ref, k))) {
         char name[128];
-        wisp_json_string(&ref, k, name, sizeof name);
-        int64_t rv = wisp_json_next(&ref, k), cv = wisp_json_get(&cand, cl, name);
+        wisp_json_string(ref, k, name, sizeof name);
+        int64_t rv = wisp_json_next(ref, k), cv = wisp_json_get(cand, cl, name);
         for (int g = 0; g < 2; g++) {
             const char *field = g ? "dB" : "dA";
             double err = 0, top = 0;
-            if (cv < 0 || !diff(&cand, wisp_json_get(&cand, cv, field), &ref, wisp_json_get(&ref, rv, field), &err, &top)) {
+            if (cv < 0 || !diff(cand, wisp_json_get(cand, cv, field), ref, wisp_json_get(ref, rv, field), &err, &top)) {
                 fprintf(stderr, "%s.%s: missing or shaped differently\n", name, field);
                 failures++;
                 continue;
@@ -101,4 +72,26 @@ int main(int argc, char **argv) {
     printf("loss %.9g vs %.9g (relative error %.2e, tol %.0e); %d gradient tensors, worst %s at %.2e (tol %.0e)\n", lc,
            lr, loss_err, loss_tol, tensors, worst_name, worst, grad_tol);
     return failures || tensors == 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    double loss_tol = 1e-5, grad_tol = 1e-4;
+    if (argc < 3) {
+        fprintf(stderr, "usage: compare_grad REFERENCE.json CANDIDATE.json [--loss-tol L] [--grad-tol G]\n");
+        return 2;
+    }
+    for (int i = 3; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--loss-tol") == 0) loss_tol = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--grad-tol") == 0) grad_tol = atof(argv[i + 1]);
+    }
+    wisp_json ref, cand;
+    if (!json_file_load(argv[1], &ref)) return 1;
+    if (!json_file_load(argv[2], &cand)) {
+        json_file_free(&ref);
+        return 1;
+    }
+    int rc = compare(&ref, &cand, loss_tol, grad_tol);
+    json_file_free(&ref);
+    json_file_free(&cand);
+    return rc;
 }

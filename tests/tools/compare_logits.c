@@ -8,24 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "json.h"
-
-static bool load(const char *path, wisp_json *j, char **text) {
-    size_t n;
-    *text = (char *)read_file(path, &n);
-    if (!*text) { fprintf(stderr, "%s: cannot read\n", path); return false; }
-    size_t need = 0;
-    wisp_error err = {0};
-    wisp_json_parse(j, *text, n, NULL, 0, &need, &err);
-    if (need == 0) { fprintf(stderr, "%s: %s\n", path, err.message); return false; }
-    wisp_json_node *nodes = malloc(need * sizeof *nodes);
-    if (!nodes || wisp_json_parse(j, *text, n, nodes, need, NULL, &err)) {
-        fprintf(stderr, "%s: %s\n", path, err.message);
-        return false;
-    }
-    return true;
-}
+#include "json_file.h"
 
 static size_t ints(const wisp_json *j, int64_t arr, int32_t *out, size_t cap) {
     size_t n = 0;
@@ -45,15 +28,19 @@ int main(int argc, char **argv) {
     double tol = atof(argv[4]);
     bool greedy_exact = argc > 5 && strcmp(argv[5], "--greedy-exact") == 0;
     wisp_json ref, cand;
-    char *rt, *ct;
-    if (!load(argv[1], &ref, &rt) || !load(argv[2], &cand, &ct)) return 1;
-    int64_t rc = wisp_json_get(&ref, 0, "cases"), cc = wisp_json_get(&cand, 0, "cases");
-    if (rc < 0 || cc < 0 || ref.nodes[rc].count != cand.nodes[cc].count) {
-        fprintf(stderr, "case lists differ\n");
+    if (!json_file_load(argv[1], &ref)) return 1;
+    if (!json_file_load(argv[2], &cand)) {
+        json_file_free(&ref);
         return 1;
     }
+    int64_t rc = wisp_json_get(&ref, 0, "cases"), cc = wisp_json_get(&cand, 0, "cases");
     int failures = 0;
-    int64_t a = wisp_json_first(&ref, rc), b = wisp_json_first(&cand, cc);
+    if (rc < 0 || cc < 0 || ref.nodes[rc].count != cand.nodes[cc].count) {
+        fprintf(stderr, "case lists differ\n");
+        failures = 1;
+        rc = cc = -1; /* compare nothing */
+    }
+    int64_t a = rc < 0 ? -1 : wisp_json_first(&ref, rc), b = cc < 0 ? -1 : wisp_json_first(&cand, cc);
     for (int k = 0; a >= 0 && b >= 0; k++, a = wisp_json_next(&ref, a), b = wisp_json_next(&cand, b)) {
         int32_t ta[4096], tb[4096];
         size_t na = ints(&ref, wisp_json_get(&ref, a, "tokens"), ta, 4096);
@@ -95,5 +82,7 @@ int main(int argc, char **argv) {
                k, positions, rel, tol, max_abs, mismatched_argmax, same, nga, ok ? "ok" : "FAIL");
         if (!ok) failures++;
     }
+    json_file_free(&ref);
+    json_file_free(&cand);
     return failures ? 1 : 0;
 }

@@ -7,11 +7,22 @@
 #include "check.h"
 #include "wisp.h"
 
+/* ASan owns malloc: definitions here would hand it blocks it did not make,
+ * and it fails before main; the test then skips (see main) */
+#if defined(__SANITIZE_ADDRESS__)
+#define ALLOCATOR_REPLACED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ALLOCATOR_REPLACED 1
+#endif
+#endif
+
 /* Count allocator calls while `counting` is set. glibc resolves malloc to
  * the executable's definition first, so these see every call, including
  * any from the library. */
 static volatile int counting; /* volatile: the compiler assumes malloc reads no globals */
 static volatile long alloc_calls;
+#ifndef ALLOCATOR_REPLACED
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
@@ -27,6 +38,7 @@ void *realloc(void *p, size_t n) {
     if (counting) alloc_calls++;
     return __libc_realloc(p, n);
 }
+#endif
 
 #define GUARD 4096
 
@@ -85,15 +97,6 @@ static void run_model(const char *rel, int32_t n_ctx) {
     free(mem);
     free(bytes);
 }
-
-/* ASan owns malloc: this file's definition would hand it blocks it did not make */
-#if defined(__SANITIZE_ADDRESS__)
-#define ALLOCATOR_REPLACED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ALLOCATOR_REPLACED 1
-#endif
-#endif
 
 int main(void) {
 #ifdef ALLOCATOR_REPLACED

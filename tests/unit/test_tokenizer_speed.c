@@ -1,8 +1,10 @@
 /* Encoding speed and scaling: tinyshakespeare (1.1 MB) through the SmolLM2
  * byte-level BPE and the Llama SentencePiece vocabularies, plus inputs that
  * would expose quadratic behaviour (long runs of one character, long runs of
- * spaces, one huge word). Prints MB/s; fails only on wrong results or on a
- * time far beyond what a linear-ish encoder needs. Also times init. */
+ * spaces, one huge word). Prints MB/s and init times for information only:
+ * it asserts results (every input encodes and decodes back), never a time,
+ * which would make it fail on a slow or busy machine, or under valgrind.
+ * A quadratic encoder shows up here as minutes, not as a failed check. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif
@@ -32,12 +34,11 @@ static void time_init(const char *rel) {
     double ms = (now() - t0) * 1000.0 / reps;
     printf("init %-48s %7.2f ms  (%d tokens, %d merges, %zu table bytes)\n", rel, ms, v.tok.n_vocab, v.tok.n_merges,
            v.table_bytes);
-    CHECK(ms < 200.0, "init of %s takes %.1f ms", rel, ms);
     free_vocab(&v);
 }
 
 /* Encode, check the round trip, report MB/s; returns the token count. */
-static size_t run(const loaded_vocab *v, const char *label, const char *text, size_t len, double max_seconds) {
+static size_t run(const loaded_vocab *v, const char *label, const char *text, size_t len) {
     int32_t *ids;
     size_t n;
     wisp_error err = {0};
@@ -51,7 +52,6 @@ static size_t run(const loaded_vocab *v, const char *label, const char *text, si
     CHECK(same || v->tok.kind == WISP_VOCAB_WPM, "%s: decoding does not give the text back", label);
     printf("  %-40s %9zu bytes -> %8zu tokens  %8.2f ms  %7.2f MB/s\n", label, len, n, secs * 1000.0,
            (double)len / 1e6 / (secs > 0 ? secs : 1e-9));
-    CHECK(secs < max_seconds, "%s took %.2f s", label, secs);
     free(back);
     free(ids);
     return n;
@@ -66,22 +66,23 @@ static void speed_for(const char *rel, const char *corpus, size_t corpus_len) {
     loaded_vocab v;
     REQUIRE(load_vocab(&v, path) == 0, "%s does not load", rel);
     printf("%s\n", rel);
-    if (corpus) run(&v, "tinyshakespeare", corpus, corpus_len, 20.0);
+    if (corpus) run(&v, "tinyshakespeare", corpus, corpus_len);
 
     size_t big = 100000;
     char *s = malloc(big + 1);
     memset(s, 'a', big);
-    run(&v, "100000 x 'a'", s, big, 5.0);
+    run(&v, "100000 x 'a'", s, big);
     memset(s, ' ', big);
-    run(&v, "100000 spaces", s, big, 5.0);
+    run(&v, "100000 spaces", s, big);
     for (size_t i = 0; i < big; i++) s[i] = "ab"[i % 2];
-    run(&v, "100000 x 'ab'", s, big, 5.0);
+    run(&v, "100000 x 'ab'", s, big);
     for (size_t i = 0; i < big; i++) s[i] = (i % 7 == 6) ? '\n' : ' ';
-    run(&v, "100000 spaces and newlines", s, big, 5.0);
+    run(&v, "100000 spaces and newlines", s, big);
     for (size_t i = 0; i < big; i++) s[i] = (char)('0' + i % 10);
-    run(&v, "100000 digits", s, big, 5.0);
-    for (size_t i = 0; i < big; i++) s[i] = "        if (x) {\n            y();\n        }\n"[i % 48];
-    run(&v, "100000 bytes of indented code", s, big, 5.0);
+    run(&v, "100000 digits", s, big);
+    static const char code[] = "        if (x) {\n            y();\n        }\n";
+    for (size_t i = 0; i < big; i++) s[i] = code[i % (sizeof code - 1)];
+    run(&v, "100000 bytes of indented code", s, big);
     free(s);
     free_vocab(&v);
 }

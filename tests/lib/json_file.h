@@ -1,0 +1,17 @@
+/* A whole JSON file, read and parsed for a test tool, and released again
+ * (the sanitizer runs count a tool's leaks as findings too). */
+#ifndef WISP_TESTS_JSON_FILE_H
+#define WISP_TESTS_JSON_FILE_H
+
+#include <stdbool.h>
+
+#include "json.h"
+
+/* Read and parse PATH into *j (text and nodes malloc'd). On failure prints
+ * "PATH: why" to stderr, leaves nothing allocated and returns false. */
+bool json_file_load(const char *path, wisp_json *j);
+
+/* Free what json_file_load allocated; *j is zeroed. */
+void json_file_free(wisp_json *j);
+
+#endif
