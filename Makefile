@@ -82,6 +82,8 @@ $(BUILD)/tests/tools/%: tests/tools/%.c $(TESTLIB_OBJ) $(BUILD)/libwisp.a
 	$(CC) $(ALL_CFLAGS) -Itests/lib -Iadapters -MMD -MP $< $(TESTLIB_OBJ) $(BUILD)/libwisp.a $(LDFLAGS) $(LDLIBS) -o $@
 
 tests: $(UNIT_BIN) $(TOOL_BIN)
+# only ever prerequisites of pattern rules: keep make from deleting them as intermediates
+.SECONDARY: $(TESTLIB_OBJ)
 
 test-unit: tests
 	@tests/run_unit.sh $(BUILD) $(UNIT_BIN)
@@ -94,8 +96,9 @@ test-cli: all $(TOOL_BIN) asan
 	@WISP=$(abspath $(BUILD)/wisp) WISP_ASAN=$(abspath $(BUILD)/asan/wisp) TOOLS=$(abspath $(BUILD)/tests/tools) WISP_SHARED=$(SHARED) \
 	  WORK=$(abspath $(BUILD)/tests/cli) tests/run_cli.sh
 
-# hardening runs last in the list: they rebuild everything instrumented
-test: test-unit test-cli test-web test-embedded test-arm test-wasm test-sanitize test-valgrind test-fuzz-smoke
+# valgrind first: it is the longest serial run (about 10 minutes), so with -j2
+# everything else runs beside it
+test: test-valgrind test-unit test-cli test-sanitize test-web test-embedded test-arm test-wasm test-fuzz-smoke
 
 demo: all
 	@scripts/demo.sh $(MODEL) $(DATA)
