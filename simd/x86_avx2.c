@@ -625,39 +625,10 @@ static TGT void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
     for (; i < n; i++) y[i] = wisp_bf16_to_f32(x[i]);
 }
 
-/* ---- the table -------------------------------------------------------------------------- */
+/* ---- the table ---------------------------------------------------------------------- */
 
-static const wisp_kernels avx2_table = {
-    .name = "avx2",
-    .matmul = {[WISP_TYPE_F32] = mm_f32,
-               [WISP_TYPE_F16] = mm_f16,
-               [WISP_TYPE_BF16] = mm_bf16,
-               [WISP_TYPE_Q4_0] = mm_q4_0,
-               [WISP_TYPE_Q4_1] = mm_q4_1,
-               [WISP_TYPE_Q5_0] = mm_q5_0,
-               [WISP_TYPE_Q5_1] = mm_q5_1,
-               [WISP_TYPE_Q8_0] = mm_q8_0,
-               [WISP_TYPE_IQ4_NL] = mm_iq4_nl,
-               [WISP_TYPE_Q2_K] = mm_q2_K,
-               [WISP_TYPE_Q3_K] = mm_q3_K,
-               [WISP_TYPE_Q4_K] = mm_q4_K,
-               [WISP_TYPE_Q5_K] = mm_q5_K,
-               [WISP_TYPE_Q6_K] = mm_q6_K},
-    .quantize_row = {[WISP_TYPE_Q8_0] = quantize_q8_0, [WISP_TYPE_Q8_1] = quantize_q8_1, [WISP_TYPE_Q8_K] = quantize_q8_K},
-    .dot_f32 = dot_f32,
-    .dot_f16_f32 = dot_f16_f32,
-    .axpy_f32 = axpy_f32,
-    .axpy_f16 = axpy_f16,
-    .scale_f32 = scale_f32,
-    .rmsnorm = rmsnorm,
-    .silu_mul = silu_mul,
-    .f32_to_f16 = f32_to_f16,
-    .f16_to_f32 = f16_to_f32,
-    .bf16_to_f32 = bf16_to_f32,
-    .attn_scores = attn_scores,
-    .attn_values = attn_values,
-};
-
-const wisp_kernels *wisp_kernels_avx2(void) { return &avx2_table; }
+#define X86_LEVEL_NAME "avx2"
+#define X86_LEVEL_TABLE wisp_kernels_avx2
+#include "x86_table.inc"
 
 #endif
