@@ -75,6 +75,7 @@ int cmd_info(int argc, char **argv) {
         cfg.n_batch = mo.batch;
         cfg.threads.n_threads = mo.threads ? mo.threads : cli_default_threads();
         cfg.threads.run = cfg.threads.n_threads > 1 ? cli_pool_run : NULL;
+        cfg.kernels = cli_kernels();
         wisp_memory_plan plan;
         if (wisp_plan(&g, &cfg, &plan, &err) == WISP_OK) cli_print_plan(stdout, &plan);
         else printf("  (no plan: %s)\n", err.message);

@@ -98,6 +98,7 @@ int cmd_plan(int argc, char **argv) {
     }
     cfg.max_text_bytes = (uint32_t)text_bytes;
     cfg.kv_type = mo.kv_type && strcmp(mo.kv_type, "f32") == 0 ? WISP_TYPE_F32 : WISP_TYPE_F16;
+    cfg.kernels = cli_kernels(); /* the level run would use: attention's scratch depends on it */
     cfg.threads.n_threads = mo.threads ? mo.threads : cli_default_threads();
     cfg.threads.run = cfg.threads.n_threads > 1 ? cli_pool_run : NULL; /* only sizes matter here */
     if (train) { /* as `wisp finetune` plans: a small inference part, the rest for training */

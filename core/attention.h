@@ -4,6 +4,7 @@
 #ifndef WISP_ATTENTION_H
 #define WISP_ATTENTION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "exec.h"
@@ -21,8 +22,17 @@ typedef struct wisp_attention_args {
     float scale;         /* 1/sqrt(head_dim) */
     float *scores;       /* [nth][block] worker scratch */
     int32_t block;
+    float *kv_f32;       /* [nth][2][block][head_dim] worker scratch for F16 caches whose kv heads serve
+                          * several query heads (see wisp_attention_grouped); NULL: convert per head */
     float *lse;          /* optional [n_tok][n_heads]: log-sum-exp per query, for training */
 } wisp_attention_args;
+
+#define WISP_ATTN_MAX_GROUP 64 /* query heads per kv head that the grouped path takes */
+
+/* Whether attention converts each block of an F16 cache once for all the
+ * query heads of a kv head (kernels k asking for it), which needs the
+ * kv_f32 scratch. */
+bool wisp_attention_grouped(const wisp_kernels *k, int kv_f16, int32_t n_heads, int32_t n_kv_heads);
 
 /* Worker ith of nth computes its share of the (token, head) pairs. */
 void wisp_attention_job(void *args, int ith, int nth);

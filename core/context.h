@@ -18,6 +18,7 @@ typedef struct wisp_scratch {
     float *up;     /* [n_batch][ffn_dim] */
     float *rope;   /* [n_batch][rope_dim] cos,sin pairs for each position */
     float *attn;   /* [n_threads][WISP_ATTN_BLOCK] attention scores per worker */
+    float *attn_kv; /* [n_threads][2][WISP_ATTN_BLOCK][head_dim] an F16 cache's block in F32 (grouped attention) */
 } wisp_scratch;
 
 #define WISP_ATTN_BLOCK 64 /* keys scored at a time by the online softmax */

@@ -74,6 +74,7 @@ static void attention(wisp_ctx *ctx, int32_t layer, int32_t T) {
         .scale = 1.0f / sqrtf((float)hp->head_dim),
         .scores = ctx->s.attn,
         .block = WISP_ATTN_BLOCK,
+        .kv_f32 = ctx->s.attn_kv,
         .lse = NULL,
     };
     wisp_exec_parallel(&ctx->exec, wisp_attention_job, &a);

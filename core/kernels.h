@@ -78,6 +78,11 @@ typedef struct wisp_kernels {
                         float scale);
     void (*attn_values)(float *o, const float *w, const void *values, size_t stride, int kv_f16, int64_t n,
                         int64_t hd);
+
+    /* Halves have no hardware conversion here (WebAssembly, armv7), so
+     * attention converts each block of an F16 cache once for all the query
+     * heads of a kv head, into planned scratch (core/attention.h). */
+    bool convert_kv_once;
 } wisp_kernels;
 
 /* The scalar reference table (all entries filled). */

@@ -114,6 +114,15 @@ static VEC128_ALWAYS v32 pv_dot(v32 acc, pv a, pv b) {
 
 static VEC128_ALWAYS v16 v16_load(const void *p) { return vreinterpretq_s16_u8(vld1q_u8((const uint8_t *)p)); }
 
+static VEC128_ALWAYS v16 v16_splat(int16_t x) { return vdupq_n_s16(x); }
+static VEC128_ALWAYS v16 v16_and(v16 a, v16 b) { return vandq_s16(a, b); }
+static VEC128_ALWAYS v16 v16_or(v16 a, v16 b) { return vorrq_s16(a, b); }
+static VEC128_ALWAYS v16 v16_eq(v16 a, v16 b) { return vreinterpretq_s16_u16(vceqq_s16(a, b)); }
+static VEC128_ALWAYS v32 v16_bits32(v16 a) { return vreinterpretq_s32_s16(a); }
+/* lanes 0..3 or 4..7, sign-extended */
+static VEC128_ALWAYS v32 v32_from_v16_lo(v16 a) { return vmovl_s16(vget_low_s16(a)); }
+static VEC128_ALWAYS v32 v32_from_v16_hi(v16 a) { return vmovl_s16(vget_high_s16(a)); }
+
 /* acc + the 8 products a[i]*b[i] (exact in int32). */
 static VEC128_ALWAYS v32 v16_dot(v32 acc, v16 a, v16 b) {
     acc = vmlal_s16(acc, vget_low_s16(a), vget_low_s16(b));

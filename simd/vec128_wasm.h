@@ -70,6 +70,14 @@ static VEC128_ALWAYS v32 pv_dot(v32 acc, pv a, pv b) {
 
 static VEC128_ALWAYS v16 v16_load(const void *p) { return wasm_v128_load(p); }
 static VEC128_ALWAYS v32 v16_dot(v32 acc, v16 a, v16 b) { return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(a, b)); }
+static VEC128_ALWAYS v16 v16_splat(int16_t x) { return wasm_i16x8_splat(x); }
+static VEC128_ALWAYS v16 v16_and(v16 a, v16 b) { return wasm_v128_and(a, b); }
+static VEC128_ALWAYS v16 v16_or(v16 a, v16 b) { return wasm_v128_or(a, b); }
+static VEC128_ALWAYS v16 v16_eq(v16 a, v16 b) { return wasm_i16x8_eq(a, b); }
+static VEC128_ALWAYS v32 v16_bits32(v16 a) { return a; }
+/* lanes 0..3 or 4..7, sign-extended */
+static VEC128_ALWAYS v32 v32_from_v16_lo(v16 a) { return wasm_i32x4_extend_low_i16x8(a); }
+static VEC128_ALWAYS v32 v32_from_v16_hi(v16 a) { return wasm_i32x4_extend_high_i16x8(a); }
 
 static VEC128_ALWAYS v32 v32_zero(void) { return wasm_i32x4_splat(0); }
 static VEC128_ALWAYS v32 v32_splat(int32_t x) { return wasm_i32x4_splat(x); }

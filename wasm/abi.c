@@ -40,7 +40,7 @@ API const char *ww_error_code(ww_model *m) {
     return s < sizeof codes / sizeof codes[0] ? codes[s] : "internal";
 }
 
-static const wisp_kernels *pick_kernels(const char *name, wisp_error *err) {
+const wisp_kernels *ww_pick_kernels(const char *name, wisp_error *err) {
     wisp_cpu_features cpu;
     memset(&cpu, 0, sizeof cpu);
 #ifdef __wasm_simd128__
@@ -297,10 +297,15 @@ void ww_plan_out(const ww_model *m, const wisp_memory_plan *p, double *out) {
     out[PF_MAX_LORA_RANK] = p->cfg.max_lora_rank;
 }
 
-/* The plan for this configuration into out[PF_COUNT]. */
-API int32_t ww_plan(ww_model *m, const int32_t *cfg, double *out) {
+/* The plan for this configuration into out[PF_COUNT], with the kernel
+ * table `kernels` names (as ww_init); NULL: the loaded model's, or before
+ * init the best available. The level matters: attention's scratch depends
+ * on it (core/attention.h). */
+API int32_t ww_plan(ww_model *m, const int32_t *cfg, const char *kernels, double *out) {
+    const wisp_kernels *k = kernels || !m->kernels ? ww_pick_kernels(kernels, &m->err) : m->kernels;
+    if (!k) return -1;
     wisp_config c;
-    config_from(&c, cfg, wisp_kernels_reference());
+    config_from(&c, cfg, k);
     wisp_memory_plan p;
     if (wisp_plan(&m->gguf, &c, &p, &m->err)) return -1;
     ww_plan_out(m, &p, out);
@@ -324,7 +329,7 @@ API int32_t ww_meta_str(ww_model *m, const char *key, char *buf, size_t cap) {
 API int32_t ww_init(ww_model *m, const int32_t *cfg, const char *kernels) {
     if (!m->bytes) return wisp_fail(&m->err, WISP_ERR_ARG, "this model record holds only a header (plan only)"), -1;
     if (m->ctx) return wisp_fail(&m->err, WISP_ERR_ARG, "the model is already initialised"), -1;
-    if (!(m->kernels = pick_kernels(kernels, &m->err))) return -1;
+    if (!(m->kernels = ww_pick_kernels(kernels, &m->err))) return -1;
     wisp_config c;
     config_from(&c, cfg, m->kernels);
     if (wisp_plan(&m->gguf, &c, &m->plan, &m->err)) return -1;

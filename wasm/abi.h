@@ -55,6 +55,10 @@ void ww_free(void *p);
 /* Forget the KV cache (after anything that changes what the model computes). */
 void ww_reset(ww_model *m);
 
+/* The kernel table `name` names ("scalar", "wasm-simd128"; NULL or "auto":
+ * the best this build has); NULL with err filled when there is none. */
+const wisp_kernels *ww_pick_kernels(const char *name, wisp_error *err);
+
 /* The figures of a plan as the array of doubles JS reads (ww_plan_field_name). */
 void ww_plan_out(const ww_model *m, const wisp_memory_plan *p, double *out);
 

@@ -37,9 +37,10 @@ enum { TF_ALPHA, TF_LR, TF_CLIP, TF_COUNT };
 API int32_t ww_train_field_counts(void) { return TI_COUNT << 8 | TF_COUNT; }
 
 /* The engine configuration of a session, as `wisp finetune` builds it. */
-static void train_config(const ww_model *m, const int32_t *ti, const float *tf, wisp_config *c) {
+static void train_config(ww_model *m, const int32_t *ti, const float *tf, wisp_config *c) {
     *c = wisp_config_default();
-    c->kernels = m->kernels;
+    /* before init (a plan from the header) the level loadModel picks by default */
+    c->kernels = m->kernels ? m->kernels : ww_pick_kernels(NULL, &m->err);
     /* the training context never generates: its inference parts stay minimal */
     c->n_ctx = 1;
     c->n_batch = 1;

@@ -180,7 +180,7 @@ static void check_matmul(const wisp_kernels *k, const weight_type *wt, int64_t r
 }
 
 /* Rows around the 4-row tiles, tokens around the 2- and 4-token tiles (and
- * their remainders), one block to many; float types at every length up to
+ * their remainders), one block to 133; float types at every length up to
  * 40 (all remainders of the 4-wide loop) and a few long ones. */
 static void check_matmuls(const wisp_kernels *k) {
     static const int64_t row_counts[] = {1, 3, 4, 5, 13, 17};
@@ -202,8 +202,10 @@ static void check_matmuls(const wisp_kernels *k) {
                 for (int ti = 0; ti < N_TOKS; ti++) check_matmul(k, wt, 13, long_lengths[li], token_counts[ti], false, li % 4, &st);
             continue;
         }
-        const int64_t lengths[3] = {blk, 3 * blk, blk == 256 ? 1024 : 288};
-        for (int li = 0; li < 3; li++)
+        /* 133 blocks: decode reads rows in passes of 64 blocks (two full, one short) */
+        const int64_t lengths[4] = {blk, 3 * blk, blk == 256 ? 1024 : 288, 133 * 32};
+        const int n_lengths = blk == 256 ? 3 : 4;
+        for (int li = 0; li < n_lengths; li++)
             for (int ri = 0; ri < N_ROWS; ri++)
                 for (int ti = 0; ti < N_TOKS; ti++) {
                     check_matmul(k, wt, row_counts[ri], lengths[li], token_counts[ti], (ri + ti) % 2 == 1, shift, &st);
@@ -368,9 +370,9 @@ static void check_primitives(const wisp_kernels *k) {
  * requires aligned). */
 static void check_attention(const wisp_kernels *k) {
     const wisp_kernels *ref = wisp_kernels_reference();
-    static const int64_t key_counts[] = {1, 3, 4, 5, 17}, head_dims[] = {7, 64};
+    static const int64_t key_counts[] = {1, 3, 4, 5, 17}, head_dims[] = {7, 23, 64}; /* 23: 16 + 4 + 3 */
     for (int kv_f16 = 0; kv_f16 < 2; kv_f16++)
-        for (int hi = 0; hi < 2; hi++)
+        for (int hi = 0; hi < 3; hi++)
             for (int ni = 0; ni < 5; ni++) {
                 const int64_t hd = head_dims[hi], n = key_counts[ni];
                 const size_t elem = kv_f16 ? 2 : 4, stride = (size_t)hd * elem + 8;

@@ -105,7 +105,7 @@ export class Model {
     checkOptions('plan', options, ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'finetune']);
     const e = this.#engine;
     if (options.finetune) return planFinetune(e, this.#ptr, options.finetune);
-    if (e.mod._ww_plan(this.#ptr, e.config(engineConfig(options)), e.scratch) !== 0) throw e.error(this.#ptr);
+    if (e.mod._ww_plan(this.#ptr, e.config(engineConfig(options)), 0, e.scratch) !== 0) throw e.error(this.#ptr);
     return e.readPlan();
   }
 

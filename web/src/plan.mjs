@@ -10,7 +10,8 @@ import { checkOptions } from './util.mjs';
 let planner = null; // one small shared engine instance
 const WASM_LIMIT = 2 ** 31;
 
-export const PLAN_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'signal', 'finetune'];
+export const PLAN_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'kernels', 'signal',
+  'finetune'];
 
 export async function planSource(source, options = {}) {
   checkOptions('plan', options, PLAN_OPTIONS);
@@ -27,7 +28,7 @@ export async function planSource(source, options = {}) {
         e.u8.set(bytes, p);
         const need = e.mod._ww_header_need(p, bytes.length);
         if (need < 0) throw e.error(0);
-        if (need === 0) return planHeader(e, p, bytes.length, reader.size, cfg, source, options.finetune);
+        if (need === 0) return planHeader(e, p, bytes.length, reader.size, cfg, source, options);
         if (bytes.length < want) throw new WispError('format', `${sourceName(source)}: the file ends inside its GGUF header (${bytes.length} bytes, header needs ${need})`);
         want = Math.max(need, want * 2);
       } finally {
@@ -39,12 +40,14 @@ export async function planSource(source, options = {}) {
   }
 }
 
-function planHeader(e, p, n, fileSize, cfg, source, finetune) {
+function planHeader(e, p, n, fileSize, cfg, source, { finetune, kernels }) {
   const size = fileSize === undefined || fileSize > 0xffffffff ? 0xffffffff : fileSize;
   const model = e.mod._ww_open_header(p, n, size);
   if (!model) throw e.error(0);
   try {
-    if (e.mod._ww_plan(model, e.config(cfg), e.scratch) !== 0) throw e.error(model);
+    // the kernel level as loadModel would choose it: attention's scratch depends on it
+    const k = kernels === undefined ? 0 : e.scratchString(String(kernels), 512);
+    if (e.mod._ww_plan(model, e.config(cfg), k, e.scratch) !== 0) throw e.error(model);
     const plan = e.readPlan();
     plan.fileBytes = fileSize;
     plan.name = e.metaString(model, 'general.name') ?? sourceName(source);

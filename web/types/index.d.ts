@@ -83,6 +83,8 @@ export interface MemoryPlan {
 export type FinetuneShape = Pick<FinetuneOptions, 'rank' | 'ctx' | 'batch' | 'steps' | 'alpha' | 'lr' | 'seed' | 'schedule' | 'warmup' | 'clip'>;
 
 export interface PlanOptions extends EngineOptions {
+  /** the kernel table loadModel will be given (default 'auto'): the plan depends on it */
+  kernels?: string;
   signal?: AbortSignal;
   /** also plan a fine-tuning session of this shape (plan.finetune; wasmBytes includes it) */
   finetune?: FinetuneShape;
