@@ -153,15 +153,7 @@ void cli_pool_run(void *pool, wisp_job_fn fn, void *arg, int nth) {
     }
 }
 
-wisp_threads cli_pool_threads(cli_pool *p) {
-    wisp_threads t = {NULL, NULL, 1};
-    if (p && p->n_threads > 1) {
-        t.run = cli_pool_run;
-        t.pool = p;
-        t.n_threads = p->n_threads;
-    }
-    return t;
-}
+int cli_pool_size(const cli_pool *p) { return p ? p->n_threads : 1; }
 
 int cli_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

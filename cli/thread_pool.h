@@ -31,8 +31,19 @@ void cli_pool_destroy(cli_pool *p);
  * returns when all have run. */
 void cli_pool_run(void *pool, wisp_job_fn fn, void *arg, int nth);
 
-/* A wisp_threads for this pool (serial when p is NULL). */
-wisp_threads cli_pool_threads(cli_pool *p);
+/* Threads of the pool, the calling one included (1 for NULL). */
+int cli_pool_size(const cli_pool *p);
+
+/* A wisp_threads for this pool (serial when p is NULL or has one thread). */
+static inline wisp_threads cli_pool_threads(cli_pool *p) {
+    wisp_threads t = {NULL, NULL, 1};
+    if (cli_pool_size(p) > 1) {
+        t.run = cli_pool_run;
+        t.pool = p;
+        t.n_threads = cli_pool_size(p);
+    }
+    return t;
+}
 
 /* Threads to use when the user did not say: online CPUs, at most 8. */
 int cli_default_threads(void);
