@@ -491,30 +491,23 @@ static TGT void attn_scores(float *s, const void *keys, size_t stride, int kv_f1
     }
 }
 
-/* axpy's arithmetic per element, the output held in a register across keys;
- * a ragged end of the row goes through padded copies. */
+#define VF_LANES 8
+INL vf vf_loadu(const float *p) { return _mm256_loadu_ps(p); }
+INL void vf_storeu(float *p, vf a) { _mm256_storeu_ps(p, a); }
+INL vf kv_lanes(const uint8_t *row, int kv_f16, int64_t i) {
+    return load_w8(kv_f16 ? WISP_TYPE_F16 : WISP_TYPE_F32, row, i, 8);
+}
+
+#include "x86_attn_values.inc"
+
+/* axpy's arithmetic per element, the output held in registers across keys
+ * (attn_values_wide, 32 elements at once); a ragged end of the row goes
+ * through padded copies. */
 static TGT void attn_values(float *o, const float *w, const void *values, size_t stride, int kv_f16, int64_t n,
                             int64_t hd) {
     const uint8_t *v = values;
     const int type = kv_f16 ? WISP_TYPE_F16 : WISP_TYPE_F32;
-    int64_t i0 = 0;
-    /* 32 elements at once where the head allows: four independent add
-     * chains, where a single one would wait out each add's latency */
-    for (; i0 + 32 <= hd; i0 += 32) {
-        __m256 acc[4];
-        UNROLL
-        for (int c = 0; c < 4; c++) acc[c] = _mm256_loadu_ps(o + i0 + 8 * c);
-        const uint8_t *p = v;
-        for (int64_t j = 0; j < n; j++, p += stride) {
-            const __m256 wj = _mm256_set1_ps(w[j]);
-            UNROLL
-            for (int c = 0; c < 4; c++)
-                acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(wj, load_w8(type, p, i0 + 8 * c, 8)));
-        }
-        UNROLL
-        for (int c = 0; c < 4; c++) _mm256_storeu_ps(o + i0 + 8 * c, acc[c]);
-    }
-    for (int64_t i = i0; i < hd; i += 8) {
+    for (int64_t i = attn_values_wide(o, w, v, stride, kv_f16, n, hd); i < hd; i += 8) {
         const int64_t left = hd - i;
         __m256 acc = load_x8(o + i, left);
         const uint8_t *p = v;

@@ -503,37 +503,26 @@ static TGT void attn_scores(float *s, const void *keys, size_t stride, int kv_f1
     }
 }
 
+#define VF_LANES 16
+INL vf vf_loadu(const float *p) { return _mm512_loadu_ps(p); }
+INL void vf_storeu(float *p, vf a) { _mm512_storeu_ps(p, a); }
+INL vf kv_lanes(const uint8_t *row, int kv_f16, int64_t i) { return load_kv16(row, kv_f16, i, 0xffff); }
+
+#include "x86_attn_values.inc"
+
 /* Each output element sees o + w[0] v0, then + w[1] v1, ...: axpy's
- * arithmetic, with the output kept in registers across the keys. 64
- * elements go at once where the head allows: four independent add chains,
- * where a single one would wait out each add's latency (4x slower). */
+ * arithmetic, with the output kept in registers across the keys
+ * (attn_values_wide, 64 elements at once); a ragged end goes through
+ * masked vectors. */
 static TGT void attn_values(float *o, const float *w, const void *values, size_t stride, int kv_f16, int64_t n,
                             int64_t hd) {
     const uint8_t *v = values;
-    int64_t i0 = 0;
-    for (; i0 + 64 <= hd; i0 += 64) {
-        __m512 acc[4];
-        UNROLL
-        for (int c = 0; c < 4; c++) acc[c] = _mm512_loadu_ps(o + i0 + 16 * c);
-        const uint8_t *p = v;
-        for (int64_t j = 0; j < n; j++, p += stride) {
-            const __m512 wj = _mm512_set1_ps(w[j]);
-            UNROLL
-            for (int c = 0; c < 4; c++)
-                acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(wj, load_kv16(p, kv_f16, i0 + 16 * c, 0xffff)));
-        }
-        UNROLL
-        for (int c = 0; c < 4; c++) _mm512_storeu_ps(o + i0 + 16 * c, acc[c]);
-    }
-    for (int64_t i = i0; i < hd; i += 16) {
+    for (int64_t i = attn_values_wide(o, w, v, stride, kv_f16, n, hd); i < hd; i += 16) {
         __mmask16 m = lanes_of(hd - i);
         __m512 acc = _mm512_maskz_loadu_ps(m, o + i);
         const uint8_t *p = v;
-        for (int64_t j = 0; j < n; j++, p += stride) {
-            __m512 x = kv_f16 ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)(const void *)p + i))
-                              : _mm512_maskz_loadu_ps(m, (const float *)(const void *)p + i);
-            acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(w[j]), x));
-        }
+        for (int64_t j = 0; j < n; j++, p += stride)
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(w[j]), load_kv16(p, kv_f16, i, m)));
         _mm512_mask_storeu_ps(o + i, m, acc);
     }
 }
