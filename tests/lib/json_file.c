@@ -28,6 +28,13 @@ bool json_file_load(const char *path, wisp_json *j) {
     return true;
 }
 
+bool json_file_load_pair(const char *path_a, wisp_json *a, const char *path_b, wisp_json *b) {
+    if (!json_file_load(path_a, a)) return false;
+    if (json_file_load(path_b, b)) return true;
+    json_file_free(a);
+    return false;
+}
+
 void json_file_free(wisp_json *j) {
     free(j->nodes);
     free((char *)j->text);

@@ -85,11 +85,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--grad-tol") == 0) grad_tol = atof(argv[i + 1]);
     }
     wisp_json ref, cand;
-    if (!json_file_load(argv[1], &ref)) return 1;
-    if (!json_file_load(argv[2], &cand)) {
-        json_file_free(&ref);
-        return 1;
-    }
+    if (!json_file_load_pair(argv[1], &ref, argv[2], &cand)) return 1;
     int rc = compare(&ref, &cand, loss_tol, grad_tol);
     json_file_free(&ref);
     json_file_free(&cand);

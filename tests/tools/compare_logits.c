@@ -20,48 +20,36 @@ static size_t ints(const wisp_json *j, int64_t arr, int32_t *out, size_t cap) {
     return n;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 5 || strcmp(argv[3], "--tol") != 0) {
-        fprintf(stderr, "usage: compare_logits REFERENCE.json CANDIDATE.json --tol T [--greedy-exact]\n");
-        return 2;
-    }
-    double tol = atof(argv[4]);
-    bool greedy_exact = argc > 5 && strcmp(argv[5], "--greedy-exact") == 0;
-    wisp_json ref, cand;
-    if (!json_file_load(argv[1], &ref)) return 1;
-    if (!json_file_load(argv[2], &cand)) {
-        json_file_free(&ref);
+/* the comparison, one line per case; 0 when every case passes */
+static int compare(const wisp_json *ref, const wisp_json *cand, double tol, bool greedy_exact) {
+    int64_t rc = wisp_json_get(ref, 0, "cases"), cc = wisp_json_get(cand, 0, "cases");
+    if (rc < 0 || cc < 0 || ref->nodes[rc].count != cand->nodes[cc].count) {
+        fprintf(stderr, "case lists differ\n");
         return 1;
     }
-    int64_t rc = wisp_json_get(&ref, 0, "cases"), cc = wisp_json_get(&cand, 0, "cases");
     int failures = 0;
-    if (rc < 0 || cc < 0 || ref.nodes[rc].count != cand.nodes[cc].count) {
-        fprintf(stderr, "case lists differ\n");
-        failures = 1;
-        rc = cc = -1; /* compare nothing */
-    }
-    int64_t a = rc < 0 ? -1 : wisp_json_first(&ref, rc), b = cc < 0 ? -1 : wisp_json_first(&cand, cc);
-    for (int k = 0; a >= 0 && b >= 0; k++, a = wisp_json_next(&ref, a), b = wisp_json_next(&cand, b)) {
+    int64_t a = wisp_json_first(ref, rc), b = wisp_json_first(cand, cc);
+    for (int k = 0; a >= 0 && b >= 0; k++, a = wisp_json_next(ref, a), b = wisp_json_next(cand, b)) {
         int32_t ta[4096], tb[4096];
-        size_t na = ints(&ref, wisp_json_get(&ref, a, "tokens"), ta, 4096);
-        size_t nb = ints(&cand, wisp_json_get(&cand, b, "tokens"), tb, 4096);
+        size_t na = ints(ref, wisp_json_get(ref, a, "tokens"), ta, 4096);
+        size_t nb = ints(cand, wisp_json_get(cand, b, "tokens"), tb, 4096);
         if (na != nb || memcmp(ta, tb, na * sizeof *ta)) {
             printf("case %d: tokens differ\n", k);
             failures++;
             continue;
         }
         double num = 0, den = 0, max_abs = 0;
-        int64_t ra = wisp_json_get(&ref, a, "logits"), rb = wisp_json_get(&cand, b, "logits");
+        int64_t ra = wisp_json_get(ref, a, "logits"), rb = wisp_json_get(cand, b, "logits");
         size_t positions = 0, mismatched_argmax = 0;
-        for (int64_t pa = wisp_json_first(&ref, ra), pb = wisp_json_first(&cand, rb); pa >= 0 && pb >= 0;
-             pa = wisp_json_next(&ref, pa), pb = wisp_json_next(&cand, pb), positions++) {
+        for (int64_t pa = wisp_json_first(ref, ra), pb = wisp_json_first(cand, rb); pa >= 0 && pb >= 0;
+             pa = wisp_json_next(ref, pa), pb = wisp_json_next(cand, pb), positions++) {
             double best_a = -INFINITY, best_b = -INFINITY;
             int arg_a = -1, arg_b = -1, i = 0;
-            for (int64_t x = wisp_json_first(&ref, pa), y = wisp_json_first(&cand, pb); x >= 0 && y >= 0;
-                 x = wisp_json_next(&ref, x), y = wisp_json_next(&cand, y), i++) {
+            for (int64_t x = wisp_json_first(ref, pa), y = wisp_json_first(cand, pb); x >= 0 && y >= 0;
+                 x = wisp_json_next(ref, x), y = wisp_json_next(cand, y), i++) {
                 double u = NAN, v = NAN;
-                wisp_json_number(&ref, x, &u);
-                wisp_json_number(&cand, y, &v);
+                wisp_json_number(ref, x, &u);
+                wisp_json_number(cand, y, &v);
                 num += (u - v) * (u - v);
                 den += u * u;
                 if (fabs(u - v) > max_abs || v != v) max_abs = v != v ? INFINITY : fabs(u - v);
@@ -72,8 +60,8 @@ int main(int argc, char **argv) {
         }
         double rel = den > 0 ? sqrt(num / den) : sqrt(num);
         int32_t ga[64], gb[64];
-        size_t nga = ints(&ref, wisp_json_get(&ref, a, "greedy"), ga, 64);
-        size_t ngb = ints(&cand, wisp_json_get(&cand, b, "greedy"), gb, 64);
+        size_t nga = ints(ref, wisp_json_get(ref, a, "greedy"), ga, 64);
+        size_t ngb = ints(cand, wisp_json_get(cand, b, "greedy"), gb, 64);
         size_t same = 0;
         while (same < nga && same < ngb && ga[same] == gb[same]) same++;
         bool ok = rel <= tol && rel == rel && (!greedy_exact || (nga == ngb && same == nga));
@@ -82,7 +70,20 @@ int main(int argc, char **argv) {
                k, positions, rel, tol, max_abs, mismatched_argmax, same, nga, ok ? "ok" : "FAIL");
         if (!ok) failures++;
     }
+    return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5 || strcmp(argv[3], "--tol") != 0) {
+        fprintf(stderr, "usage: compare_logits REFERENCE.json CANDIDATE.json --tol T [--greedy-exact]\n");
+        return 2;
+    }
+    double tol = atof(argv[4]);
+    bool greedy_exact = argc > 5 && strcmp(argv[5], "--greedy-exact") == 0;
+    wisp_json ref, cand;
+    if (!json_file_load_pair(argv[1], &ref, argv[2], &cand)) return 1;
+    int rc = compare(&ref, &cand, tol, greedy_exact);
     json_file_free(&ref);
     json_file_free(&cand);
-    return failures ? 1 : 0;
+    return rc;
 }
