@@ -37,10 +37,11 @@ int cli_pool_size(const cli_pool *p);
 /* A wisp_threads for this pool (serial when p is NULL or has one thread). */
 static inline wisp_threads cli_pool_threads(cli_pool *p) {
     wisp_threads t = {NULL, NULL, 1};
-    if (cli_pool_size(p) > 1) {
+    const int n = cli_pool_size(p);
+    if (n > 1) {
         t.run = cli_pool_run;
         t.pool = p;
-        t.n_threads = cli_pool_size(p);
+        t.n_threads = n;
     }
     return t;
 }
