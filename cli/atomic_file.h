@@ -10,10 +10,13 @@
 
 #include "sink.h"
 
+#define CLI_ATOMIC_BUFFER ((size_t)2 << 20)
+
 typedef struct cli_atomic_file {
     char path[4096];
     char tmp[4200];
     FILE *f;
+    char *buf;      /* f's buffer, CLI_ATOMIC_BUFFER bytes (NULL: stdio's own) */
     wisp_sink sink; /* writes into the temporary file */
 } cli_atomic_file;
 

@@ -150,7 +150,8 @@ int cmd_bench(int argc, char **argv) {
     int threads = wisp_ctx_config(ctx)->threads.n_threads;
     uint64_t per_token = decode_bytes_per_token(wisp_ctx_model(ctx));
     size_t weight_bytes = s.plan.weight_bytes;
-    size_t arena = s.arena_size;
+    size_t arena = s.arena_size, file_bytes = s.file.size;
+    long long huge = cli_file_huge_bytes(&s.file);
     free(tokens);
     cli_session_close(&s);
 
@@ -169,6 +170,10 @@ int cmd_bench(int argc, char **argv) {
         json_list("decode_tok_s_runs", decode, n_gen ? reps : 0);
         printf("\"peak_rss_bytes\":%zu,\"arena_bytes\":%zu,\"weight_bytes\":%zu,\"decode_bytes_per_token\":%llu,", peak_rss,
                arena, weight_bytes, (unsigned long long)per_token);
+        if (huge >= 0)
+            printf("\"file_huge_page_bytes\":%lld,", huge);
+        else
+            printf("\"file_huge_page_bytes\":null,");
         printf("\"decode_bandwidth_bytes_s\":%.6g,\"mem_bandwidth_bytes_s\":%.6g,\"roofline_fraction\":%.4f,", achieved,
                membw, membw > 0 ? achieved / membw : 0.0);
         printf("\"cpu_share\":%.3f}\n", cpu_share);
@@ -178,8 +183,15 @@ int cmd_bench(int argc, char **argv) {
                threads, threads == 1 ? "" : "s", 100.0 * cpu_share);
         if (n_prompt) printf("prefill    %8.1f tok/s  (%d-token prompt, median of %d)\n", pf, n_prompt, reps);
         if (n_gen) printf("decode     %8.1f tok/s  (%d tokens, median of %d)\n", dc, n_gen, reps);
-        printf("memory     peak RSS %s, arena %s, weights %s (mapped)\n", cli_human_bytes(a, sizeof a, peak_rss),
+        printf("memory     peak RSS %s, arena %s, weights %s (mapped", cli_human_bytes(a, sizeof a, peak_rss),
                cli_human_bytes(b, sizeof b, arena), cli_human_bytes(c, sizeof c, weight_bytes));
+        if (huge >= 0) printf("; %s of the file in 2 MiB pages", cli_human_bytes(a, sizeof a, (size_t)huge));
+        printf(")\n");
+        if (huge >= 0 && (size_t)huge < file_bytes / 2 && file_bytes >= ((size_t)8 << 20))
+            printf("note       most of the model is mapped in 4 KiB pages: the page cache holds it in small pieces,\n"
+                   "           as a download or a copy leaves it. Decode ran 14-34%% slower so on a VM here.\n"
+                   "           A file read cold (after a reboot) or written by wisp gets 2 MiB pages where the kernel\n"
+                   "           can (ext4 from Linux 6.16, xfs).\n");
         if (n_gen)
             printf("bandwidth  decode reads %s/token -> %.2f GB/s", cli_human_bytes(a, sizeof a, (size_t)per_token),
                    achieved / 1e9);

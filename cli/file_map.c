@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #if CLI_HAVE_MMAP
 #include <sys/mman.h>
@@ -35,6 +36,15 @@ bool cli_file_open(cli_file *f, const char *path) {
 #if CLI_HAVE_MMAP
     void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+        /* Where the page cache can hold large folios (ext4 from Linux 6.16,
+         * xfs), a file read cold through this mapping lands in 2 MiB
+         * pages, mapped with one TLB entry each: decode streams every weight
+         * once per token, and with 4 KiB pages the page walks cap the
+         * bandwidth (SmolLM2 Q4_0 decode measured 17% faster on a VM here).
+         * Only a hint: where it is refused nothing changes. */
+        madvise(p, f->size, MADV_HUGEPAGE);
+#endif
         f->data = p;
         f->mapped = true;
         close(fd);
@@ -64,4 +74,27 @@ void cli_file_close(cli_file *f) {
 #endif
     if (!f->mapped && f->size) free((void *)f->data);
     memset(f, 0, sizeof *f);
+}
+
+long long cli_file_huge_bytes(const cli_file *f) {
+    if (!f->mapped) return -1;
+    FILE *smaps = fopen("/proc/self/smaps", "r");
+    if (!smaps) return -1;
+    const uintptr_t at = (uintptr_t)f->data;
+    long long huge = -1;
+    bool inside = false;
+    char line[512];
+    while (fgets(line, sizeof line, smaps)) {
+        unsigned long lo, hi;
+        char dash;
+        if (sscanf(line, "%lx%c%lx", &lo, &dash, &hi) == 3 && dash == '-') { /* a mapping's first line */
+            if (inside) break;
+            inside = at >= lo && at < hi;
+            continue;
+        }
+        long long kb;
+        if (inside && sscanf(line, "FilePmdMapped: %lld kB", &kb) == 1) huge = kb * 1024;
+    }
+    fclose(smaps);
+    return huge;
 }

@@ -24,4 +24,8 @@ typedef struct cli_file {
 bool cli_file_open(cli_file *f, const char *path);
 void cli_file_close(cli_file *f);
 
+/* How many bytes of f's mapping the kernel maps in 2 MiB pages (Linux's
+ * /proc/self/smaps), or -1 when it cannot tell (not mapped, no /proc). */
+long long cli_file_huge_bytes(const cli_file *f);
+
 #endif

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cpu_features.h"
+#include "huge_alloc.h"
 
 void cli_model_opts_default(cli_model_opts *o) {
     memset(o, 0, sizeof *o);
@@ -93,7 +94,7 @@ bool cli_session_open(cli_session *s, const cli_model_opts *o, const wisp_config
     }
     s->arena_size = o->arena ? o->arena : s->plan.total;
     /* exactly the requested bytes, so --arena proves the plan */
-    if (posix_memalign(&s->arena, 64, s->arena_size ? s->arena_size : 1) != 0) {
+    if ((s->arena = cli_huge_alloc(s->arena_size)) == NULL) {
         fprintf(stderr, "wisp: cannot allocate an arena of %zu bytes\n", s->arena_size);
         s->arena = NULL;
         cli_session_close(s);

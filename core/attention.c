@@ -16,9 +16,7 @@ static void attend_block(const wisp_attention_args *a, float *sc, const void *ke
     const wisp_kernels *k = a->k;
     const int32_t hd = a->head_dim;
     k->attn_scores(sc, keys, stride, kv_f16, nb, q, hd, a->scale);
-    float bm = -INFINITY;
-    for (int32_t j = 0; j < nb; j++)
-        if (sc[j] > bm) bm = sc[j];
+    const float bm = k->max_f32(sc, nb);
     if (bm > st->m) { /* a new maximum: rescale what was accumulated so far */
         if (st->m != -INFINITY) {
             float r = expf(st->m - bm);
@@ -27,10 +25,7 @@ static void attend_block(const wisp_attention_args *a, float *sc, const void *ke
         }
         st->m = bm;
     }
-    for (int32_t j = 0; j < nb; j++) { /* the scores become the weights */
-        sc[j] = expf(sc[j] - st->m);
-        st->l += sc[j];
-    }
+    k->softmax_exp(sc, nb, st->m, &st->l); /* the scores become the weights */
     k->attn_values(o, sc, values, stride, kv_f16, nb, hd);
 }
 

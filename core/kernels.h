@@ -78,6 +78,11 @@ typedef struct wisp_kernels {
                         float scale);
     void (*attn_values)(float *o, const float *w, const void *values, size_t stride, int kv_f16, int64_t n,
                         int64_t hd);
+    /* Attention's online softmax over a block of n scores:
+     *   max_f32:     the largest of x[0..n-1], NaNs skipped; -inf when none;
+     *   softmax_exp: s[j] = e^(s[j] - m), each added to *sum (in double). */
+    float (*max_f32)(const float *x, int64_t n);
+    void (*softmax_exp)(float *s, int64_t n, float m, double *sum);
 
     /* Halves have no hardware conversion here (WebAssembly, armv7), so
      * attention converts each block of an F16 cache once for all the query

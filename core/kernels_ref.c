@@ -86,6 +86,20 @@ static void ref_attn_values(float *o, const float *w, const void *values, size_t
     }
 }
 
+static float ref_max_f32(const float *x, int64_t n) {
+    float m = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] > m) m = x[i];
+    return m;
+}
+
+static void ref_softmax_exp(float *s, int64_t n, float m, double *sum) {
+    for (int64_t j = 0; j < n; j++) {
+        s[j] = expf(s[j] - m);
+        *sum += s[j];
+    }
+}
+
 static void ref_quantize_row(int type, const float *x, void *y, int64_t n) {
     wisp_type_info_of(type)->quantize(x, y, n);
 }
@@ -112,6 +126,8 @@ static const wisp_kernels reference_table = {
     .bf16_to_f32 = ref_bf16_to_f32,
     .attn_scores = ref_attn_scores,
     .attn_values = ref_attn_values,
+    .max_f32 = ref_max_f32,
+    .softmax_exp = ref_softmax_exp,
 };
 
 const wisp_kernels *wisp_kernels_reference(void) { return &reference_table; }
@@ -136,6 +152,8 @@ void wisp_kernels_complete(wisp_kernels *k) {
     FILL(bf16_to_f32);
     FILL(attn_scores);
     FILL(attn_values);
+    FILL(max_f32);
+    FILL(softmax_exp);
 #undef FILL
     if (!k->name) k->name = r->name;
 }

@@ -23,7 +23,8 @@
  *    scale can differ in its last bit: relative 2^-22;
  *  - silu_mul: a polynomial exp: relative 2^-20 (absolute 2^-100 near 0);
  *  - attention's inner loops: attn_values bit for bit, attn_scores within
- *    the dot bound.
+ *    the dot bound; max_f32 exactly; softmax_exp with the polynomial exp
+ *    (relative 2^-20, absolute 2^-100), its sum in another order.
  * Activation bytes must be in [-127, 127], as every Q8 quantizer writes them.
  * AVX512_BF16 is not used: its dot products round the float activations to
  * bfloat16, which BF16 weights against F32 activations (the reference) do

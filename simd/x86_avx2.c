@@ -613,6 +613,26 @@ static TGT void silu_mul(float *g, const float *u, int64_t n) {
     }
 }
 
+INL vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
+INL float vf_max_lanes(vf v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+INL vf vf_exp_nan(vf x) { return _mm256_blendv_ps(exp8(x), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
+typedef __m256d vd;
+INL vd vd_zero(void) { return _mm256_setzero_pd(); }
+INL vd vd_add_lanes(vd acc, vf v) {
+    __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    return _mm256_add_pd(acc, _mm256_add_pd(lo, hi));
+}
+INL double vd_sum(vd acc) {
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(acc), _mm256_extractf128_pd(acc, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+#include "x86_softmax.inc"
+
 static TGT void f32_to_f16(const float *x, uint16_t *y, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)

@@ -598,6 +598,20 @@ static TGT void silu_mul(float *g, const float *u, int64_t n) {
     }
 }
 
+INL vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
+INL float vf_max_lanes(vf v) { return _mm512_reduce_max_ps(v); }
+INL vf vf_exp_nan(vf x) { return _mm512_mask_mov_ps(exp16(x), _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x); }
+typedef __m512d vd;
+INL vd vd_zero(void) { return _mm512_setzero_pd(); }
+INL vd vd_add_lanes(vd acc, vf v) {
+    __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    return _mm512_add_pd(acc, _mm512_add_pd(lo, hi));
+}
+INL double vd_sum(vd acc) { return _mm512_reduce_add_pd(acc); }
+
+#include "x86_softmax.inc"
+
 static TGT void f32_to_f16(const float *x, uint16_t *y, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
         __mmask16 m = lanes_of(n - i);

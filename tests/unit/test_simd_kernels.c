@@ -12,6 +12,9 @@
  *    matmuls at every length 1..1023, and dot_f32/dot_f16_f32;
  *  - attention's inner loops: attn_values bit for bit, attn_scores within
  *    the dot bound (times the scale), for F16 and F32 caches;
+ *  - attention's softmax steps: max_f32 exactly; softmax_exp's weights
+ *    within relative 2^-20 (absolute 2^-100) of expf's, their sum within
+ *    relative 2^-20, NaN where the reference has NaN;
  *  - relative 2^-22: rmsnorm; relative 2^-20 (absolute 2^-100): silu_mul. */
 #include "check.h"
 #include "cpu_features.h"
@@ -431,6 +434,52 @@ static void check_attention(const wisp_kernels *k) {
     printf("  %s attention: values bit-exact; scores within %.3f of the dot bound\n", k->name, worst);
 }
 
+/* ---- the online softmax's block steps --------------------------------------------------- */
+
+/* Scores spread wide (e^x from 1 down to underflow), with -inf, NaN and a
+ * deep negative in some blocks, and blocks that are all NaN. */
+static void check_softmax(const wisp_kernels *k) {
+    const wisp_kernels *ref = wisp_kernels_reference();
+    enum { MAXN = 131 };
+    double worst = 0;
+    for (int64_t n = 0; n <= MAXN; n += n < 40 ? 1 : 13)
+        for (int variant = 0; variant < 3; variant++) {
+            float s0[MAXN], s1[MAXN];
+            normals(s0, n, 8.0f);
+            if (variant == 1 && n > 3) {
+                s0[n / 3] = -INFINITY;
+                s0[n / 2] = NAN;
+                s0[n - 1] = -200.0f;
+            }
+            if (variant == 2)
+                for (int64_t j = 0; j < n; j++) s0[j] = NAN;
+            memcpy(s1, s0, sizeof(float) * (size_t)n);
+            const float m0 = ref->max_f32(s0, n), m1 = k->max_f32(s1, n);
+            CHECK(m0 == m1, "%s max_f32 n=%lld variant %d: %.9g, reference %.9g", k->name, (long long)n, variant, (double)m1,
+                  (double)m0);
+            if (m0 == -INFINITY) continue; /* attention never takes e^(s - max) then */
+            double l0 = 0.75, l1 = 0.75;  /* a running sum from earlier blocks */
+            ref->softmax_exp(s0, n, m0, &l0);
+            k->softmax_exp(s1, n, m0, &l1);
+            for (int64_t j = 0; j < n; j++) {
+                if (s0[j] != s0[j]) {
+                    CHECK(s1[j] != s1[j], "%s softmax_exp n=%lld [%lld]: NaN expected", k->name, (long long)n, (long long)j);
+                    continue;
+                }
+                const double bound = 0x1.0p-20 * fabs((double)s0[j]) + 0x1.0p-100, err = fabs((double)s1[j] - s0[j]);
+                worst = fmax(worst, err / bound);
+                CHECK(err <= bound, "%s softmax_exp n=%lld [%lld]: %.9g, reference %.9g", k->name, (long long)n, (long long)j,
+                      (double)s1[j], (double)s0[j]);
+            }
+            if (l0 != l0)
+                CHECK(l1 != l1, "%s softmax_exp n=%lld: NaN sum expected", k->name, (long long)n);
+            else
+                CHECK(fabs(l1 - l0) <= 0x1.0p-20 * l0, "%s softmax_exp n=%lld: sum %.17g, reference %.17g", k->name,
+                      (long long)n, l1, l0);
+        }
+    printf("  %s softmax: max exact; weights within %.3f of the bound, sums within 2^-20\n", k->name, worst);
+}
+
 int main(void) {
     wisp_cpu_features cpu;
     cli_cpu_features(&cpu);
@@ -452,6 +501,7 @@ int main(void) {
         check_quantizer(&k, WISP_TYPE_Q8_K);
         check_primitives(&k);
         check_attention(&k);
+        check_softmax(&k);
         tested++;
     }
     if (!tested) check_skip("test_simd_kernels", "this build or CPU has no x86 kernel level (AVX2 or AVX-512)");
