@@ -98,7 +98,10 @@ int cmd_plan(int argc, char **argv) {
     }
     cfg.max_text_bytes = (uint32_t)text_bytes;
     cfg.kv_type = mo.kv_type && strcmp(mo.kv_type, "f32") == 0 ? WISP_TYPE_F32 : WISP_TYPE_F16;
-    cfg.kernels = cli_kernels(); /* the level run would use: attention's scratch depends on it */
+    /* the level run would use: attention's scratch depends on it. A header
+     * sizes a firmware's arena, whose kernels (Cortex-M DSP or the
+     * reference) score each query head on its own, as the reference does. */
+    cfg.kernels = c_header ? wisp_kernels_reference() : cli_kernels();
     cfg.threads.n_threads = mo.threads ? mo.threads : cli_default_threads();
     cfg.threads.run = cfg.threads.n_threads > 1 ? cli_pool_run : NULL; /* only sizes matter here */
     if (train) { /* as `wisp finetune` plans: a small inference part, the rest for training */

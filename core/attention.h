@@ -20,8 +20,10 @@ typedef struct wisp_attention_args {
     int32_t n_tok, pos0; /* query t sits at position pos0 + t and sees keys 0..pos0+t */
     int32_t n_heads, n_kv_heads, head_dim;
     float scale;         /* 1/sqrt(head_dim) */
-    float *scores;       /* [nth][block] worker scratch */
+    float *scores;       /* [nth][max(scores_rows, 1)][block] worker scratch */
     int32_t block;
+    int32_t scores_rows; /* 0 or 1; n_heads / n_kv_heads lets the fused path score a kv head's query
+                          * heads together where the kernels offer it (wisp_attention_fused) */
     float *kv_f32;       /* [nth][2][block][head_dim] worker scratch for F16 caches whose kv heads serve
                           * several query heads (see wisp_attention_grouped); NULL: convert per head */
     float *lse;          /* optional [n_tok][n_heads]: log-sum-exp per query, for training */
@@ -33,6 +35,11 @@ typedef struct wisp_attention_args {
  * query heads of a kv head (kernels k asking for it), which needs the
  * kv_f32 scratch. */
 bool wisp_attention_grouped(const wisp_kernels *k, int kv_f16, int32_t n_heads, int32_t n_kv_heads);
+
+/* Whether attention scores the query heads of a kv head together (the
+ * kernels' *_heads entries, an F16 cache), which needs n_heads / n_kv_heads
+ * rows of scores per worker. */
+bool wisp_attention_fused(const wisp_kernels *k, int kv_f16, int32_t n_heads, int32_t n_kv_heads);
 
 /* Worker ith of nth computes its share of the (token, head) pairs. */
 void wisp_attention_job(void *args, int ith, int nth);

@@ -83,11 +83,24 @@ typedef struct wisp_kernels {
      *   softmax_exp: s[j] = e^(s[j] - m), each added to *sum (in double). */
     float (*max_f32)(const float *x, int64_t n);
     void (*softmax_exp)(float *s, int64_t n, float m, double *sum);
+    /* attn_scores and attn_values for the n_q query heads of one kv head at
+     * once, over an F16 cache, so each key and value is converted once:
+     *   attn_scores_heads: s[h ld_s + j] as attn_scores gives for query
+     *                      q + h ld_q, within the same bound;
+     *   attn_values_heads: o + h ld_o as attn_values leaves it with weights
+     *                      w + h ld_w, bit for bit. */
+    void (*attn_scores_heads)(float *s, int64_t ld_s, const uint16_t *keys, size_t stride, int64_t n, const float *q,
+                              int64_t ld_q, int64_t n_q, int64_t hd, float scale);
+    void (*attn_values_heads)(float *o, int64_t ld_o, const float *w, int64_t ld_w, const uint16_t *values, size_t stride,
+                              int64_t n, int64_t n_q, int64_t hd);
 
     /* Halves have no hardware conversion here (WebAssembly, armv7), so
      * attention converts each block of an F16 cache once for all the query
      * heads of a kv head, into planned scratch (core/attention.h). */
     bool convert_kv_once;
+    /* The two *_heads kernels are this level's own (not the reference's
+     * loops), so attention scores a kv head's query heads together. */
+    bool attn_heads_fused;
 } wisp_kernels;
 
 /* The scalar reference table (all entries filled). */

@@ -100,6 +100,16 @@ static void ref_softmax_exp(float *s, int64_t n, float m, double *sum) {
     }
 }
 
+static void ref_attn_scores_heads(float *s, int64_t ld_s, const uint16_t *keys, size_t stride, int64_t n, const float *q,
+                                  int64_t ld_q, int64_t n_q, int64_t hd, float scale) {
+    for (int64_t h = 0; h < n_q; h++) ref_attn_scores(s + h * ld_s, keys, stride, 1, n, q + h * ld_q, hd, scale);
+}
+
+static void ref_attn_values_heads(float *o, int64_t ld_o, const float *w, int64_t ld_w, const uint16_t *values,
+                                  size_t stride, int64_t n, int64_t n_q, int64_t hd) {
+    for (int64_t h = 0; h < n_q; h++) ref_attn_values(o + h * ld_o, w + h * ld_w, values, stride, 1, n, hd);
+}
+
 static void ref_quantize_row(int type, const float *x, void *y, int64_t n) {
     wisp_type_info_of(type)->quantize(x, y, n);
 }
@@ -128,6 +138,8 @@ static const wisp_kernels reference_table = {
     .attn_values = ref_attn_values,
     .max_f32 = ref_max_f32,
     .softmax_exp = ref_softmax_exp,
+    .attn_scores_heads = ref_attn_scores_heads,
+    .attn_values_heads = ref_attn_values_heads,
 };
 
 const wisp_kernels *wisp_kernels_reference(void) { return &reference_table; }
@@ -154,6 +166,8 @@ void wisp_kernels_complete(wisp_kernels *k) {
     FILL(attn_values);
     FILL(max_f32);
     FILL(softmax_exp);
+    FILL(attn_scores_heads);
+    FILL(attn_values_heads);
 #undef FILL
     if (!k->name) k->name = r->name;
 }

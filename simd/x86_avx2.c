@@ -613,6 +613,16 @@ static TGT void silu_mul(float *g, const float *u, int64_t n) {
     }
 }
 
+INL vf vf_load_part(const float *x, int64_t count, float fill) {
+    float t[8];
+    for (int l = 0; l < 8; l++) t[l] = l < count ? x[l] : fill;
+    return _mm256_loadu_ps(t);
+}
+INL void vf_store_part(float *x, vf v, int64_t count) {
+    float t[8];
+    _mm256_storeu_ps(t, v);
+    memcpy(x, t, sizeof(float) * (size_t)count);
+}
 INL vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
 INL float vf_max_lanes(vf v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

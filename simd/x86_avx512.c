@@ -527,6 +527,123 @@ static TGT void attn_values(float *o, const float *w, const void *values, size_t
     }
 }
 
+/* ---- attention over the query heads of one kv head (F16 cache) ------------------------------ */
+
+/* nq (1..4) heads at a time, keys in tiles of 16 / nq: each 16 halves of a
+ * key are converted once and multiplied into every head's partial dot, and
+ * the tile's sixteen partial dots (key-major) are reduced together as
+ * attn_scores reduces its sixteen keys. The keys left over use the dot. */
+INL void scores_heads_tile(float *s, int64_t ld_s, const uint8_t *k, size_t stride, int64_t n, const float *q,
+                           int64_t ld_q, const int nq, int64_t hd, float scale) {
+    const int kt = 16 / nq;
+    __m512i pick[4]; /* lane l <- lane l nq + h: head h's scores, key after key */
+    UNROLL
+    for (int h = 0; h < nq; h++)
+        pick[h] = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                      _mm512_set1_epi32(nq)),
+                                   _mm512_set1_epi32(h));
+    int64_t j = 0;
+    for (; j + kt <= n; j += kt) {
+        __m512 p[16];
+        UNROLL
+        for (int e = 0; e < 16; e++) p[e] = _mm512_setzero_ps();
+        for (int64_t i = 0; i < hd; i += 16) {
+            const __mmask16 m = lanes_of(hd - i);
+            __m512 qv[4];
+            UNROLL
+            for (int h = 0; h < nq; h++) qv[h] = _mm512_maskz_loadu_ps(m, q + h * ld_q + i);
+            UNROLL
+            for (int kk = 0; kk < kt; kk++) {
+                const __m512 v = load_kv16(k + (size_t)(j + kk) * stride, 1, i, m);
+                UNROLL
+                for (int h = 0; h < nq; h++) p[kk * nq + h] = _mm512_fmadd_ps(v, qv[h], p[kk * nq + h]);
+            }
+        }
+        const __m512 r = _mm512_mul_ps(sum_lanes16(p), _mm512_set1_ps(scale)); /* lane kk nq + h */
+        UNROLL
+        for (int h = 0; h < nq; h++) _mm512_mask_storeu_ps(s + h * ld_s + j, lanes_of(kt), _mm512_permutexvar_ps(pick[h], r));
+    }
+    for (; j < n; j++)
+        for (int h = 0; h < nq; h++)
+            s[h * ld_s + j] = dot16((const uint16_t *)(const void *)(k + (size_t)j * stride), q + h * ld_q, hd) * scale;
+}
+
+static TGT void attn_scores_heads(float *s, int64_t ld_s, const uint16_t *keys, size_t stride, int64_t n, const float *q,
+                                  int64_t ld_q, int64_t n_q, int64_t hd, float scale) {
+    const uint8_t *k = (const uint8_t *)keys;
+    for (int64_t h = 0; h < n_q; h += 4) {
+        float *sh = s + h * ld_s;
+        const float *qh = q + h * ld_q;
+        switch (n_q - h < 4 ? n_q - h : 4) { /* a constant nq per call, so the tile's loops unroll */
+        case 1: scores_heads_tile(sh, ld_s, k, stride, n, qh, ld_q, 1, hd, scale); break;
+        case 2: scores_heads_tile(sh, ld_s, k, stride, n, qh, ld_q, 2, hd, scale); break;
+        case 3: scores_heads_tile(sh, ld_s, k, stride, n, qh, ld_q, 3, hd, scale); break;
+        default: scores_heads_tile(sh, ld_s, k, stride, n, qh, ld_q, 4, hd, scale); break;
+        }
+    }
+}
+
+/* nq (1..4) heads at a time: each value's 64 elements are converted once
+ * and added into every head's output, kept in registers across the keys;
+ * each element sees attn_values' arithmetic (o + w[0] v0, then + w[1] v1,
+ * ...), so the bits are the same. A ragged end goes 16 at a time. */
+INL void values_heads_tile(float *o, int64_t ld_o, const float *w, int64_t ld_w, const uint8_t *v, size_t stride,
+                           int64_t n, const int nq, int64_t hd) {
+    int64_t i0 = 0;
+    for (; i0 + 64 <= hd; i0 += 64) {
+        __m512 acc[4][4];
+        UNROLL
+        for (int h = 0; h < nq; h++)
+            UNROLL
+            for (int c = 0; c < 4; c++) acc[h][c] = _mm512_loadu_ps(o + h * ld_o + i0 + 16 * c);
+        const uint8_t *p = v;
+        for (int64_t j = 0; j < n; j++, p += stride) {
+            __m512 x[4];
+            UNROLL
+            for (int c = 0; c < 4; c++) x[c] = load_kv16(p, 1, i0 + 16 * c, 0xffff);
+            UNROLL
+            for (int h = 0; h < nq; h++) {
+                const __m512 wj = _mm512_set1_ps(w[h * ld_w + j]);
+                UNROLL
+                for (int c = 0; c < 4; c++) acc[h][c] = _mm512_add_ps(acc[h][c], _mm512_mul_ps(wj, x[c]));
+            }
+        }
+        UNROLL
+        for (int h = 0; h < nq; h++)
+            UNROLL
+            for (int c = 0; c < 4; c++) _mm512_storeu_ps(o + h * ld_o + i0 + 16 * c, acc[h][c]);
+    }
+    for (; i0 < hd; i0 += 16) {
+        const __mmask16 m = lanes_of(hd - i0);
+        __m512 acc[4];
+        UNROLL
+        for (int h = 0; h < nq; h++) acc[h] = _mm512_maskz_loadu_ps(m, o + h * ld_o + i0);
+        const uint8_t *p = v;
+        for (int64_t j = 0; j < n; j++, p += stride) {
+            const __m512 x = load_kv16(p, 1, i0, m);
+            UNROLL
+            for (int h = 0; h < nq; h++) acc[h] = _mm512_add_ps(acc[h], _mm512_mul_ps(_mm512_set1_ps(w[h * ld_w + j]), x));
+        }
+        UNROLL
+        for (int h = 0; h < nq; h++) _mm512_mask_storeu_ps(o + h * ld_o + i0, m, acc[h]);
+    }
+}
+
+static TGT void attn_values_heads(float *o, int64_t ld_o, const float *w, int64_t ld_w, const uint16_t *values,
+                                  size_t stride, int64_t n, int64_t n_q, int64_t hd) {
+    const uint8_t *v = (const uint8_t *)values;
+    for (int64_t h = 0; h < n_q; h += 4) {
+        float *oh = o + h * ld_o;
+        const float *wh = w + h * ld_w;
+        switch (n_q - h < 4 ? n_q - h : 4) {
+        case 1: values_heads_tile(oh, ld_o, wh, ld_w, v, stride, n, 1, hd); break;
+        case 2: values_heads_tile(oh, ld_o, wh, ld_w, v, stride, n, 2, hd); break;
+        case 3: values_heads_tile(oh, ld_o, wh, ld_w, v, stride, n, 3, hd); break;
+        default: values_heads_tile(oh, ld_o, wh, ld_w, v, stride, n, 4, hd); break;
+        }
+    }
+}
+
 static TGT void axpy_f32(float *y, float a, const float *x, int64_t n) {
     const __m512 va = _mm512_set1_ps(a);
     for (int64_t i = 0; i < n; i += 16) {
@@ -598,6 +715,10 @@ static TGT void silu_mul(float *g, const float *u, int64_t n) {
     }
 }
 
+INL vf vf_load_part(const float *x, int64_t count, float fill) {
+    return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), lanes_of(count), x);
+}
+INL void vf_store_part(float *x, vf v, int64_t count) { _mm512_mask_storeu_ps(x, lanes_of(count), v); }
 INL vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
 INL float vf_max_lanes(vf v) { return _mm512_reduce_max_ps(v); }
 INL vf vf_exp_nan(vf x) { return _mm512_mask_mov_ps(exp16(x), _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x); }
@@ -639,6 +760,7 @@ static TGT void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
 
 #define X86_LEVEL_NAME "avx512"
 #define X86_LEVEL_TABLE wisp_kernels_avx512
+#define X86_ATTN_HEADS
 #include "x86_table.inc"
 
 #endif

@@ -6,7 +6,10 @@
  *    give the per-head results bit for bit;
  *  - the others, forced onto it, agree within 1e-5 of the output's scale
  *    (their F16 and F32 score loops may sum in another order);
- *  - any split of the work over threads gives the same bits.
+ *  - the fused path (a kv head's query heads scored and summed together by
+ *    the *_heads kernels: AVX-512's own, the reference's loops elsewhere,
+ *    forced) agrees within 1e-5 too (its key tiles end elsewhere);
+ *  - any split of the work over threads gives the same bits, on each path.
  * Shapes cover several group sizes, head sizes with remainders, prompts
  * crossing key blocks and a single decoded token. */
 #include "attention.h"
@@ -32,10 +35,11 @@ static uint64_t rng_state;
 static float rng_sym(void) { return (float)(2.0 * ref_uniform(&rng_state) - 1.0); }
 
 /* out = attention over the caches with kernels k, grouped when kv_f32 is
- * given, the (token, head) work split over nth workers. */
+ * given, fused when rows (of scores per worker) is the group size, the
+ * work split over nth workers. */
 static void run(const wisp_kernels *k, const shape *s, const float *q, const uint16_t *kc, const uint16_t *vc,
-                int32_t kv_stride, float *kv_f32, int nth, float *out) {
-    float *scores = calloc((size_t)nth * BLOCK, sizeof(float));
+                int32_t kv_stride, float *kv_f32, int32_t rows, int nth, float *out) {
+    float *scores = calloc((size_t)nth * BLOCK * (size_t)(rows > 1 ? rows : 1), sizeof(float));
     wisp_attention_args a = {
         .k = k,
         .q = q,
@@ -52,6 +56,7 @@ static void run(const wisp_kernels *k, const shape *s, const float *q, const uin
         .scale = 1.0f / sqrtf((float)s->head_dim),
         .scores = scores,
         .block = BLOCK,
+        .scores_rows = rows,
         .kv_f32 = kv_f32,
     };
     for (int ith = 0; ith < nth; ith++) wisp_attention_job(&a, ith, nth);
@@ -77,8 +82,8 @@ static void check_shape(const wisp_kernels *level, const shape *s) {
     CHECK(wisp_attention_grouped(&k, 1, s->n_heads, s->n_kv_heads), "%s: %d/%d heads should take the grouped path",
           k.name, s->n_heads, s->n_kv_heads);
 
-    run(&k, s, q, kc, vc, kv_stride, NULL, 1, per_head);
-    run(&k, s, q, kc, vc, kv_stride, kv_f32, 1, grouped);
+    run(&k, s, q, kc, vc, kv_stride, NULL, 1, 1, per_head);
+    run(&k, s, q, kc, vc, kv_stride, kv_f32, 1, 1, grouped);
     double worst = 0.0, scale = 0.0;
     for (size_t i = 0; i < q_n; i++) {
         worst = fmax(worst, fabs((double)grouped[i] - per_head[i]));
@@ -92,8 +97,24 @@ static void check_shape(const wisp_kernels *level, const shape *s) {
         CHECK(worst <= 1e-5 * scale, "%s heads %d/%d hd %d tokens %d at %d: grouped differs by %.3g (scale %.3g)",
               k.name, s->n_heads, s->n_kv_heads, hd, s->n_tok, s->pos0, worst, scale);
     for (int nth = 2; nth <= max_threads; nth++) {
-        run(&k, s, q, kc, vc, kv_stride, kv_f32, nth, split);
+        run(&k, s, q, kc, vc, kv_stride, kv_f32, 1, nth, split);
         CHECK(memcmp(grouped, split, q_n * sizeof(float)) == 0, "%s heads %d/%d hd %d: %d workers changed the result",
+              k.name, s->n_heads, s->n_kv_heads, hd, nth);
+    }
+
+    const int32_t group = s->n_heads / s->n_kv_heads;
+    k.attn_heads_fused = true; /* force the fused path where the level would not take it */
+    CHECK(wisp_attention_fused(&k, 1, s->n_heads, s->n_kv_heads), "%s: %d/%d heads should take the fused path", k.name,
+          s->n_heads, s->n_kv_heads);
+    float *fused = grouped; /* reused */
+    run(&k, s, q, kc, vc, kv_stride, NULL, group, 1, fused);
+    worst = 0.0;
+    for (size_t i = 0; i < q_n; i++) worst = fmax(worst, fabs((double)fused[i] - per_head[i]));
+    CHECK(worst <= 1e-5 * scale, "%s heads %d/%d hd %d tokens %d at %d: fused differs by %.3g (scale %.3g)", k.name,
+          s->n_heads, s->n_kv_heads, hd, s->n_tok, s->pos0, worst, scale);
+    for (int nth = 2; nth <= max_threads; nth++) {
+        run(&k, s, q, kc, vc, kv_stride, NULL, group, nth, split);
+        CHECK(memcmp(fused, split, q_n * sizeof(float)) == 0, "%s heads %d/%d hd %d: %d workers changed the fused result",
               k.name, s->n_heads, s->n_kv_heads, hd, nth);
     }
     free(q);
@@ -111,6 +132,8 @@ int main(void) {
         {9, 3, 64, 5, 62},   /* SmolLM2's */
         {6, 2, 20, 3, 130},  /* head size with remainders for every vector width */
         {4, 1, 64, 1, 200},  /* one decoded token, all heads on one kv head */
+        {32, 4, 64, 2, 90},  /* TinyLlama's: 8 heads per kv head, two tiles of the fused kernels */
+        {14, 2, 100, 1, 40}, /* Qwen2.5-0.5B's group of 7; a head wider than 64 with a ragged end */
     };
     wisp_cpu_features cpu;
     cli_cpu_features(&cpu);
@@ -124,7 +147,8 @@ int main(void) {
         wisp_kernels k = *table;
         wisp_kernels_complete(&k);
         grouped_levels += k.convert_kv_once;
-        printf("  %s: %s\n", k.name, k.convert_kv_once ? "takes the grouped path: bit for bit" : "forced onto it: within 1e-5");
+        printf("  %s: %s; %s\n", k.name, k.convert_kv_once ? "takes the grouped path: bit for bit" : "forced onto it: within 1e-5",
+               k.attn_heads_fused ? "takes the fused path: within 1e-5" : "forced onto the fused path: within 1e-5");
         rng_state = 7;
         for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++) check_shape(&k, &shapes[j]);
     }

@@ -12,6 +12,7 @@
  *    matmuls at every length 1..1023, and dot_f32/dot_f16_f32;
  *  - attention's inner loops: attn_values bit for bit, attn_scores within
  *    the dot bound (times the scale), for F16 and F32 caches;
+ *  - the same for the *_heads kernels (1..9 query heads of a kv head);
  *  - attention's softmax steps: max_f32 exactly; softmax_exp's weights
  *    within relative 2^-20 (absolute 2^-100) of expf's, their sum within
  *    relative 2^-20, NaN where the reference has NaN;
@@ -434,6 +435,61 @@ static void check_attention(const wisp_kernels *k) {
     printf("  %s attention: values bit-exact; scores within %.3f of the dot bound\n", k->name, worst);
 }
 
+/* The *_heads kernels (a kv head's query heads at once, F16 cache) against
+ * the reference's per-head loops: scores within the dot bound, values bit
+ * for bit, for 1..9 heads and head sizes with ragged ends. */
+static void check_attention_heads(const wisp_kernels *k) {
+    const wisp_kernels *ref = wisp_kernels_reference();
+    static const int64_t dims[] = {7, 16, 64, 100};
+    enum { MAXN = 70, MAXQ = 9 };
+    double worst = 0;
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (int64_t nq = 1; nq <= MAXQ; nq++)
+            for (int64_t n = 1; n <= MAXN; n += 23) {
+                const int64_t hd = dims[di], ld = hd + 3;
+                const size_t stride = (size_t)(hd + 5) * 2;
+                uint16_t *rows = malloc(stride * (size_t)n);
+                float *q = malloc(sizeof(float) * (size_t)(ld * nq)), *o0 = malloc(sizeof(float) * (size_t)(ld * nq)),
+                      *o1 = malloc(sizeof(float) * (size_t)(ld * nq)), *s0 = malloc(sizeof(float) * (size_t)(MAXN * nq)),
+                      *s1 = malloc(sizeof(float) * (size_t)(MAXN * nq)), kf[100];
+                normals(q, ld * nq, 1.0f);
+                for (int64_t j = 0; j < n; j++) {
+                    normals(kf, hd, 1.0f);
+                    for (int64_t i = 0; i < hd; i++) rows[(size_t)j * stride / 2 + (size_t)i] = wisp_f32_to_f16(kf[i]);
+                }
+                for (int64_t h = 0; h < nq; h++)
+                    ref->attn_scores(s0 + h * MAXN, rows, stride, 1, n, q + h * ld, hd, 0.125f);
+                k->attn_scores_heads(s1, MAXN, rows, stride, n, q, ld, nq, hd, 0.125f);
+                for (int64_t h = 0; h < nq; h++)
+                    for (int64_t j = 0; j < n; j++) {
+                        double mag = 0;
+                        for (int64_t i = 0; i < hd; i++)
+                            mag += fabs((double)q[h * ld + i] * wisp_f16_to_f32(rows[(size_t)j * stride / 2 + (size_t)i]));
+                        const double a = s0[h * MAXN + j], b = s1[h * MAXN + j];
+                        const double bound = 0.125 * float_bound(hd) * mag + 0x1.0p-24 * fabs(a), err = fabs(b - a);
+                        if (bound > 0) worst = fmax(worst, err / bound);
+                        CHECK(err <= bound, "%s attn_scores_heads hd=%lld heads=%lld n=%lld [%lld][%lld]: %.9g, reference %.9g",
+                              k->name, (long long)hd, (long long)nq, (long long)n, (long long)h, (long long)j, b, a);
+                    }
+                for (int64_t h = 0; h < nq; h++)
+                    for (int64_t j = 0; j < n; j++) s0[h * MAXN + j] = (float)exp(-0.1 * (double)(j + h));
+                normals(o0, ld * nq, 1.0f);
+                memcpy(o1, o0, sizeof(float) * (size_t)(ld * nq));
+                for (int64_t h = 0; h < nq; h++) ref->attn_values(o0 + h * ld, s0 + h * MAXN, rows, stride, 1, n, hd);
+                k->attn_values_heads(o1, ld, s0, MAXN, rows, stride, n, nq, hd);
+                CHECK(bits_equal(o0, o1, sizeof(float) * (size_t)(ld * nq)), "%s attn_values_heads hd=%lld heads=%lld n=%lld differ",
+                      k->name, (long long)hd, (long long)nq, (long long)n);
+                free(rows);
+                free(q);
+                free(o0);
+                free(o1);
+                free(s0);
+                free(s1);
+            }
+    printf("  %s attention over a kv head's query heads: values bit-exact; scores within %.3f of the dot bound\n",
+           k->name, worst);
+}
+
 /* ---- the online softmax's block steps --------------------------------------------------- */
 
 /* Scores spread wide (e^x from 1 down to underflow), with -inf, NaN and a
@@ -501,6 +557,7 @@ int main(void) {
         check_quantizer(&k, WISP_TYPE_Q8_K);
         check_primitives(&k);
         check_attention(&k);
+        check_attention_heads(&k);
         check_softmax(&k);
         tested++;
     }
