@@ -96,7 +96,6 @@ bool cli_session_open(cli_session *s, const cli_model_opts *o, const wisp_config
     /* exactly the requested bytes, so --arena proves the plan */
     if ((s->arena = cli_huge_alloc(s->arena_size)) == NULL) {
         fprintf(stderr, "wisp: cannot allocate an arena of %zu bytes\n", s->arena_size);
-        s->arena = NULL;
         cli_session_close(s);
         return false;
     }

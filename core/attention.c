@@ -160,14 +160,23 @@ static void attention_fused(const wisp_attention_args *a, int ith, int nth) {
     }
 }
 
-bool wisp_attention_fused(const wisp_kernels *k, int kv_f16, int32_t n_heads, int32_t n_kv_heads) {
+/* Whether an F16 cache's kv heads serve several query heads, few enough
+ * for the per-kv-head paths' softmax states. */
+static bool kv_heads_shared(int kv_f16, int32_t n_heads, int32_t n_kv_heads) {
     int32_t group = n_heads / n_kv_heads;
-    return k && k->attn_heads_fused && kv_f16 && group > 1 && group <= WISP_ATTN_MAX_GROUP;
+    return kv_f16 && group > 1 && group <= WISP_ATTN_MAX_GROUP;
+}
+
+bool wisp_attention_fused(const wisp_kernels *k, int kv_f16, int32_t n_heads, int32_t n_kv_heads) {
+    return k && k->attn_heads_fused && kv_heads_shared(kv_f16, n_heads, n_kv_heads);
+}
+
+int32_t wisp_attention_score_rows(const wisp_kernels *k, int kv_f16, int32_t n_heads, int32_t n_kv_heads) {
+    return wisp_attention_fused(k, kv_f16, n_heads, n_kv_heads) ? n_heads / n_kv_heads : 1;
 }
 
 bool wisp_attention_grouped(const wisp_kernels *k, int kv_f16, int32_t n_heads, int32_t n_kv_heads) {
-    int32_t group = n_heads / n_kv_heads;
-    return k && k->convert_kv_once && kv_f16 && group > 1 && group <= WISP_ATTN_MAX_GROUP;
+    return k && k->convert_kv_once && kv_heads_shared(kv_f16, n_heads, n_kv_heads);
 }
 
 void wisp_attention_job(void *args, int ith, int nth) {

@@ -22,8 +22,8 @@ typedef struct wisp_attention_args {
     float scale;         /* 1/sqrt(head_dim) */
     float *scores;       /* [nth][max(scores_rows, 1)][block] worker scratch */
     int32_t block;
-    int32_t scores_rows; /* 0 or 1; n_heads / n_kv_heads lets the fused path score a kv head's query
-                          * heads together where the kernels offer it (wisp_attention_fused) */
+    int32_t scores_rows; /* 0 or 1; wisp_attention_score_rows (the group size) lets the fused path
+                          * score a kv head's query heads together where the kernels offer it */
     float *kv_f32;       /* [nth][2][block][head_dim] worker scratch for F16 caches whose kv heads serve
                           * several query heads (see wisp_attention_grouped); NULL: convert per head */
     float *lse;          /* optional [n_tok][n_heads]: log-sum-exp per query, for training */
@@ -40,6 +40,10 @@ bool wisp_attention_grouped(const wisp_kernels *k, int kv_f16, int32_t n_heads, 
  * kernels' *_heads entries, an F16 cache), which needs n_heads / n_kv_heads
  * rows of scores per worker. */
 bool wisp_attention_fused(const wisp_kernels *k, int kv_f16, int32_t n_heads, int32_t n_kv_heads);
+
+/* The rows of scores each worker's scratch holds for those kernels: the
+ * group size where the fused path is taken, else 1 (scores_rows). */
+int32_t wisp_attention_score_rows(const wisp_kernels *k, int kv_f16, int32_t n_heads, int32_t n_kv_heads);
 
 /* Worker ith of nth computes its share of the (token, head) pairs. */
 void wisp_attention_job(void *args, int ith, int nth);

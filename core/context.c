@@ -49,10 +49,7 @@ static void scratch_sizes(const wisp_hparams *hp, const wisp_config *c, size_t b
     bytes[S_UP] = wisp_bytes_of(T * (size_t)hp->ffn_dim, f);
     bytes[S_ROPE] = wisp_bytes_of(T * (size_t)hp->rope_dim, f);
     const bool kv_f16 = c->kv_type == WISP_TYPE_F16;
-    /* a row of scores per query head of a kv head where they are scored together */
-    size_t score_rows = wisp_attention_fused(c->kernels, kv_f16, hp->n_heads, hp->n_kv_heads)
-                            ? (size_t)(hp->n_heads / hp->n_kv_heads)
-                            : 1;
+    size_t score_rows = (size_t)wisp_attention_score_rows(c->kernels, kv_f16, hp->n_heads, hp->n_kv_heads);
     bytes[S_ATTN] = wisp_bytes_of((size_t)c->threads.n_threads * WISP_ATTN_BLOCK * score_rows, f);
     bool grouped = wisp_attention_grouped(c->kernels, kv_f16, hp->n_heads, hp->n_kv_heads);
     size_t kv_block = (size_t)2 * WISP_ATTN_BLOCK * hp->head_dim; /* a block of keys and of values */

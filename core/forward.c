@@ -74,9 +74,7 @@ static void attention(wisp_ctx *ctx, int32_t layer, int32_t T) {
         .scale = 1.0f / sqrtf((float)hp->head_dim),
         .scores = ctx->s.attn,
         .block = WISP_ATTN_BLOCK,
-        .scores_rows = wisp_attention_fused(&ctx->exec.k, ctx->kv_elem_bytes == 2, hp->n_heads, hp->n_kv_heads)
-                           ? hp->n_heads / hp->n_kv_heads
-                           : 1,
+        .scores_rows = wisp_attention_score_rows(&ctx->exec.k, ctx->kv_elem_bytes == 2, hp->n_heads, hp->n_kv_heads),
         .kv_f32 = ctx->s.attn_kv,
         .lse = NULL,
     };

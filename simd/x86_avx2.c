@@ -131,15 +131,18 @@ INL void group_init(group *g, const wisp_matmul_args *a, int64_t r, int64_t r1) 
     g->n = n;
 }
 
-INL void store_rows(float *y, const group *g, vf v) {
-    if (g->n == ROWS) {
-        _mm256_storeu_ps(y, v);
+/* The first n lanes of v to x (all 8 when n >= 8). */
+INL void store_x8(float *x, __m256 v, int64_t n) {
+    if (n >= 8) {
+        _mm256_storeu_ps(x, v);
         return;
     }
-    float tmp[ROWS];
+    float tmp[8];
     _mm256_storeu_ps(tmp, v);
-    memcpy(y, tmp, sizeof(float) * (size_t)g->n);
+    memcpy(x, tmp, sizeof(float) * (size_t)n);
 }
+
+INL void store_rows(float *y, const group *g, vf v) { store_x8(y, v, g->n); }
 
 /* The 32-bit field at byte `at` of every row, one per lane (plain loads
  * through the stack: measured faster than VPGATHERDD on Zen 4). */
@@ -513,13 +516,7 @@ static TGT void attn_values(float *o, const float *w, const void *values, size_t
         const uint8_t *p = v;
         for (int64_t j = 0; j < n; j++, p += stride)
             acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(w[j]), load_w8(type, p, i, left)));
-        if (left >= 8) {
-            _mm256_storeu_ps(o + i, acc);
-        } else {
-            float tmp[8];
-            _mm256_storeu_ps(tmp, acc);
-            memcpy(o + i, tmp, sizeof(float) * (size_t)left);
-        }
+        store_x8(o + i, acc, left);
     }
 }
 
@@ -602,14 +599,10 @@ static TGT void silu_mul(float *g, const float *u, int64_t n) {
         __m256 s = _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(_mm256_sub_ps(_mm256_setzero_ps(), v))));
         _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
     }
-    if (i < n) { /* the tail through a padded copy, with the same arithmetic */
-        float gt[8] = {0}, ut[8] = {0};
-        memcpy(gt, g + i, sizeof(float) * (size_t)(n - i));
-        memcpy(ut, u + i, sizeof(float) * (size_t)(n - i));
-        __m256 v = _mm256_loadu_ps(gt);
+    if (i < n) { /* the tail through padded copies, with the same arithmetic */
+        __m256 v = load_x8(g + i, n - i);
         __m256 s = _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(_mm256_sub_ps(_mm256_setzero_ps(), v))));
-        _mm256_storeu_ps(gt, _mm256_mul_ps(s, _mm256_loadu_ps(ut)));
-        memcpy(g + i, gt, sizeof(float) * (size_t)(n - i));
+        store_x8(g + i, _mm256_mul_ps(s, load_x8(u + i, n - i)), n - i);
     }
 }
 
@@ -618,11 +611,7 @@ INL vf vf_load_part(const float *x, int64_t count, float fill) {
     for (int l = 0; l < 8; l++) t[l] = l < count ? x[l] : fill;
     return _mm256_loadu_ps(t);
 }
-INL void vf_store_part(float *x, vf v, int64_t count) {
-    float t[8];
-    _mm256_storeu_ps(t, v);
-    memcpy(x, t, sizeof(float) * (size_t)count);
-}
+INL void vf_store_part(float *x, vf v, int64_t count) { store_x8(x, v, count); }
 INL vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
 INL float vf_max_lanes(vf v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
