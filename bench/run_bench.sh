@@ -5,9 +5,10 @@
 #      @node-llama-cpp/linux-x64 llama.cpp) into $OUT/node-llama-cpp, once;
 #   2. makes the models with `wisp make-model` into $OUT/models, once:
 #      SmolLM2-135M-shaped Q8_0, Q4_0, Q4_K_M and TinyLlama-1.1B-shaped Q4_0;
-#   3. runs `wisp bench` and bench/llamacpp_bench.mjs, alternately, with 1
-#      and 2 threads, a 128-token prompt and GEN decoded tokens, REPS
-#      repetitions each (medians are reported);
+#   3. drops each model file from the page cache (so that it comes back in
+#      2 MiB pages), then runs `wisp bench` and bench/llamacpp_bench.mjs,
+#      alternately, with 1 and 2 threads, a 128-token prompt and GEN
+#      decoded tokens, REPS repetitions each (medians are reported);
 #   4. prints the table (bench/report.mjs) with the ratios and the targets,
 #      and the thread pool's per-job cost (pool_overhead).
 # Environment: WISP (binary), POOL (pool_overhead binary), OUT (work folder),
@@ -57,8 +58,17 @@ echo "machine: $(nproc) CPUs, load average $load before measuring$(awk -v l="$lo
 RESULTS=$OUT/results.jsonl
 : > "$RESULTS"
 for m in $MODELS; do
+    f=$OUT/models/$m.gguf
+    # The same page cache for every run: drop the file's cached pages, so
+    # that the first reader (wisp, which maps with MADV_HUGEPAGE) brings it
+    # back in 2 MiB folios where the filesystem can; both sides then read
+    # those same pages. Left as it was, a file cached piecemeal by earlier
+    # reads stays in 4 KiB pages, and decode on this VM is up to 15% slower
+    # for it (wisp bench reports how much of the file is in 2 MiB pages).
+    sync "$f" 2>/dev/null
+    dd if="$f" iflag=nocache count=0 status=none 2>/dev/null ||
+        echo "note: could not drop $f from the page cache; it is measured as cached"
     for t in $THREADS; do
-        f=$OUT/models/$m.gguf
         echo "measuring $m with $t thread(s)"
         w=$("$WISP" bench -m "$f" -t "$t" -p 128 -n "$GEN" -r "$REPS" --json 2>"$OUT/wisp.err") ||
             { echo "wisp bench failed: $(cat "$OUT/wisp.err")"; exit 1; }

@@ -44,24 +44,33 @@ static void convert_rows(void *arg, int ith, int nth) {
         j->e->k.quantize_row[j->act_type](j->x + t * j->ldx, j->e->act + (size_t)t * j->row_bytes, j->cols);
 }
 
-typedef struct matmul_job {
-    const wisp_exec *e;
-    wisp_matmul_args a;
-    int64_t rows;
-} matmul_job;
-
 /* Rows are handed out in whole groups of 16 (SIMD kernels work on row
  * groups); the split never changes any row's arithmetic. */
 #define ROW_GROUP 16
 
+/* The products of one job: up to WISP_EXEC_MAX_FUSED weights, one after the
+ * other in a single range of row groups. */
+typedef struct matmul_job {
+    const wisp_exec *e;
+    int n;
+    wisp_matmul_args a[WISP_EXEC_MAX_FUSED];
+    int64_t rows[WISP_EXEC_MAX_FUSED];
+    int64_t groups[WISP_EXEC_MAX_FUSED];
+    int64_t total_groups;
+} matmul_job;
+
+static int64_t row_groups(int64_t rows) { return (rows + ROW_GROUP - 1) / ROW_GROUP; }
+
 static void matmul_rows(void *arg, int ith, int nth) {
     const matmul_job *j = arg;
-    int64_t groups = (j->rows + ROW_GROUP - 1) / ROW_GROUP, lo, hi;
-    wisp_split(groups, ith, nth, &lo, &hi);
-    lo *= ROW_GROUP;
-    hi *= ROW_GROUP;
-    if (hi > j->rows) hi = j->rows;
-    if (lo < hi) j->e->k.matmul[j->a.w_type](&j->a, lo, hi);
+    int64_t lo, hi, first = 0;
+    wisp_split(j->total_groups, ith, nth, &lo, &hi);
+    for (int m = 0; m < j->n; first += j->groups[m], m++) {
+        int64_t g0 = (lo > first ? lo : first) - first, g1 = (hi < first + j->groups[m] ? hi : first + j->groups[m]) - first;
+        if (g0 >= g1) continue;
+        int64_t r1 = g1 * ROW_GROUP < j->rows[m] ? g1 * ROW_GROUP : j->rows[m];
+        j->e->k.matmul[j->a[m].w_type](&j->a[m], g0 * ROW_GROUP, r1);
+    }
 }
 
 /* Converting a small batch of activations on the calling thread is cheaper
@@ -72,35 +81,55 @@ static void matmul_rows(void *arg, int ith, int nth) {
 /* Pieces per matmul: decode splits finer so that a thread that starts late
  * leaves its share to the others; prefill keeps one piece per thread, since
  * each piece prepares the batch's activation facts once. */
-static int matmul_pieces(const wisp_exec *e, int64_t rows, int64_t n_tok) {
+static int matmul_pieces(const wisp_exec *e, int64_t groups, int64_t n_tok) {
     if (e->threads.n_threads <= 1) return 1;
-    int64_t groups = (rows + ROW_GROUP - 1) / ROW_GROUP;
     int64_t want = (int64_t)e->threads.n_threads * (n_tok <= 2 ? 4 : 1);
     return (int)(groups < want ? groups : want);
 }
 
-void wisp_exec_matmul(wisp_exec *e, const wisp_weight *w, const float *x, int64_t ldx, int64_t n_tok, float *y,
-                      int64_t ldy) {
-    const wisp_type_info *ti = wisp_type_info_of(w->type);
+/* The activations as the weights take them: x itself for float weights,
+ * else converted into e->act. Returns the row pointer and sets the row bytes. */
+static const uint8_t *matmul_input(wisp_exec *e, int act_type, const float *x, int64_t ldx, int64_t cols,
+                                   int64_t n_tok, size_t *row_bytes) {
+    if (act_type == WISP_TYPE_F32) {
+        *row_bytes = (size_t)ldx * sizeof(float);
+        return (const uint8_t *)x;
+    }
+    convert_job c = {e, act_type, x, ldx, cols, n_tok, wisp_type_row_bytes(act_type, cols)};
+    if (n_tok * cols <= SERIAL_CONVERT_ELEMS) convert_rows(&c, 0, 1);
+    else wisp_exec_parallel(e, convert_rows, &c);
+    *row_bytes = c.row_bytes;
+    return e->act;
+}
+
+void wisp_exec_matmuls(wisp_exec *e, int n, const wisp_weight *const w[], const float *x, int64_t ldx,
+                       int64_t n_tok, float *const y[], const int64_t ldy[]) {
+    int act_type = wisp_type_info_of(w[0]->type)->act_type;
+    bool shared = n <= WISP_EXEC_MAX_FUSED;
+    for (int m = 1; m < n && shared; m++)
+        shared = w[m]->cols == w[0]->cols && wisp_type_info_of(w[m]->type)->act_type == act_type;
+    if (!shared) { /* each weight wants its own conversion: one job each */
+        for (int m = 0; m < n; m++) wisp_exec_matmuls(e, 1, &w[m], x, ldx, n_tok, &y[m], &ldy[m]);
+        return;
+    }
     matmul_job j;
     j.e = e;
-    j.rows = w->rows;
-    j.a.w = w->data;
-    j.a.w_row_bytes = w->row_bytes;
-    j.a.w_type = w->type;
-    j.a.n_in = w->cols;
-    j.a.n_tok = n_tok;
-    j.a.y = y;
-    j.a.ldy = ldy;
-    if (ti->act_type == WISP_TYPE_F32) {
-        j.a.x = (const uint8_t *)x;
-        j.a.x_row_bytes = (size_t)ldx * sizeof(float);
-    } else {
-        convert_job c = {e, ti->act_type, x, ldx, w->cols, n_tok, wisp_type_row_bytes(ti->act_type, w->cols)};
-        if (n_tok * w->cols <= SERIAL_CONVERT_ELEMS) convert_rows(&c, 0, 1);
-        else wisp_exec_parallel(e, convert_rows, &c);
-        j.a.x = e->act;
-        j.a.x_row_bytes = c.row_bytes;
+    j.n = n;
+    j.total_groups = 0;
+    size_t row_bytes;
+    const uint8_t *in = matmul_input(e, act_type, x, ldx, w[0]->cols, n_tok, &row_bytes);
+    for (int m = 0; m < n; m++) {
+        j.a[m] = (wisp_matmul_args){.w = w[m]->data, .w_row_bytes = w[m]->row_bytes, .w_type = w[m]->type,
+                                    .n_in = w[m]->cols, .x = in, .x_row_bytes = row_bytes, .n_tok = n_tok,
+                                    .y = y[m], .ldy = ldy[m]};
+        j.rows[m] = w[m]->rows;
+        j.groups[m] = row_groups(w[m]->rows);
+        j.total_groups += j.groups[m];
     }
-    wisp_exec_pieces(e, matmul_rows, &j, matmul_pieces(e, w->rows, n_tok));
+    wisp_exec_pieces(e, matmul_rows, &j, matmul_pieces(e, j.total_groups, n_tok));
+}
+
+void wisp_exec_matmul(wisp_exec *e, const wisp_weight *w, const float *x, int64_t ldx, int64_t n_tok, float *y,
+                      int64_t ldy) {
+    wisp_exec_matmuls(e, 1, &w, x, ldx, n_tok, &y, &ldy);
 }

@@ -45,6 +45,16 @@ void wisp_exec_pieces(const wisp_exec *e, wisp_job_fn fn, void *arg, int n);
 void wisp_exec_matmul(wisp_exec *e, const wisp_weight *w, const float *x, int64_t ldx, int64_t n_tok, float *y,
                       int64_t ldy);
 
+/* The same for n weights that take the same input (a layer's q, k and v, or
+ * its gate and up): y[m] = W[m] x. The input is converted once and all their
+ * rows form one job (one synchronisation, threads balanced over all the
+ * rows) when the weights take it in the same form and n is at most
+ * WISP_EXEC_MAX_FUSED; otherwise each product runs on its own. Every row's
+ * arithmetic is the same either way. */
+#define WISP_EXEC_MAX_FUSED 3
+void wisp_exec_matmuls(wisp_exec *e, int n, const wisp_weight *const w[], const float *x, int64_t ldx,
+                       int64_t n_tok, float *const y[], const int64_t ldy[]);
+
 /* The range [*lo, *hi) of n items that worker ith of nth handles. */
 static inline void wisp_split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
     int64_t per = n / nth, extra = n % nth;

@@ -81,11 +81,19 @@ static void attention(wisp_ctx *ctx, int32_t layer, int32_t T) {
     wisp_exec_parallel(&ctx->exec, wisp_attention_job, &a);
 }
 
-/* y = W x for one of a layer's projections, plus any attached adapters. */
-static void project(wisp_ctx *ctx, int32_t layer, int proj, const float *x, int32_t n_in, int32_t T, float *y,
-                    int32_t n_out) {
-    wisp_exec_matmul(&ctx->exec, &ctx->model.layers[layer].proj[proj], x, n_in, T, y, n_out);
-    wisp_adapters_apply(&ctx->adapters, &ctx->exec, layer, proj, x, n_in, T, y, n_out);
+/* y[i] = W x for n of a layer's projections that read the same input x
+ * (proj[i]), plus any attached adapters: one job for the n products. */
+static void project(wisp_ctx *ctx, int32_t layer, int n, const int proj[], const float *x, int32_t n_in, int32_t T,
+                    float *const y[], const int32_t n_out[]) {
+    const wisp_weight *w[WISP_EXEC_MAX_FUSED] = {0};
+    int64_t ldy[WISP_EXEC_MAX_FUSED] = {0};
+    for (int i = 0; i < n; i++) {
+        w[i] = &ctx->model.layers[layer].proj[proj[i]];
+        ldy[i] = n_out[i];
+    }
+    wisp_exec_matmuls(&ctx->exec, n, w, x, n_in, T, y, ldy);
+    for (int i = 0; i < n; i++)
+        wisp_adapters_apply(&ctx->adapters, &ctx->exec, layer, proj[i], x, n_in, T, y[i], n_out[i]);
 }
 
 /* A NaN or Inf weight, or an activation that overflowed, must be an error,
@@ -151,9 +159,8 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
         const wisp_layer *L = &m->layers[l];
         norm_rows(e, s->xb, s->x, L->attn_norm, T, dim, hp->rms_eps);
         if ((st = finite_or_fail(s->xb, T, dim, l, "attn_q", pos, err))) return st;
-        project(ctx, l, WISP_PROJ_Q, s->xb, dim, T, s->q, q_dim);
-        project(ctx, l, WISP_PROJ_K, s->xb, dim, T, s->k, kv_dim);
-        project(ctx, l, WISP_PROJ_V, s->xb, dim, T, s->v, kv_dim);
+        project(ctx, l, 3, (const int[]){WISP_PROJ_Q, WISP_PROJ_K, WISP_PROJ_V}, s->xb, dim, T,
+                (float *const[]){s->q, s->k, s->v}, (const int32_t[]){q_dim, kv_dim, kv_dim});
         add_bias(s->q, L->bias_q, T, q_dim);
         add_bias(s->k, L->bias_k, T, kv_dim);
         add_bias(s->v, L->bias_v, T, kv_dim);
@@ -166,16 +173,16 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
         store_kv(ctx, l, T);
         attention(ctx, l, T);
         if ((st = finite_or_fail(s->xb, T, q_dim, l, "attn_output", pos, err))) return st;
-        project(ctx, l, WISP_PROJ_O, s->xb, q_dim, T, s->proj, dim);
+        project(ctx, l, 1, (const int[]){WISP_PROJ_O}, s->xb, q_dim, T, &s->proj, &dim);
         add_rows(s->x, s->proj, T, dim);
 
         norm_rows(e, s->xb, s->x, L->ffn_norm, T, dim, hp->rms_eps);
         if ((st = finite_or_fail(s->xb, T, dim, l, "ffn_gate", pos, err))) return st;
-        project(ctx, l, WISP_PROJ_GATE, s->xb, dim, T, s->gate, ffn);
-        project(ctx, l, WISP_PROJ_UP, s->xb, dim, T, s->up, ffn);
+        project(ctx, l, 2, (const int[]){WISP_PROJ_GATE, WISP_PROJ_UP}, s->xb, dim, T, (float *const[]){s->gate, s->up},
+                (const int32_t[]){ffn, ffn});
         for (int32_t t = 0; t < T; t++) e->k.silu_mul(s->gate + (size_t)t * ffn, s->up + (size_t)t * ffn, ffn);
         if ((st = finite_or_fail(s->gate, T, ffn, l, "ffn_down", pos, err))) return st;
-        project(ctx, l, WISP_PROJ_DOWN, s->gate, ffn, T, s->proj, dim);
+        project(ctx, l, 1, (const int[]){WISP_PROJ_DOWN}, s->gate, ffn, T, &s->proj, &dim);
         add_rows(s->x, s->proj, T, dim);
     }
 
