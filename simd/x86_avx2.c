@@ -654,9 +654,99 @@ static TGT void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
     for (; i < n; i++) y[i] = wisp_bf16_to_f32(x[i]);
 }
 
+/* ---- attention over a kv head's query heads (F16 cache) ------------------------------- */
+
+/* nq (1..4) heads at a time, kt = 8 / nq keys: each key's 8 elements are
+ * converted once and multiplied into every head's accumulator, lane
+ * kk nq + h of the reduction holding key kk's score for head h; each score
+ * sees attn_scores' arithmetic (FMAs along the row, then the same 8-lane
+ * reduction), and the few keys left use the dot. */
+INL void scores_heads_tile(float *s, int64_t ld_s, const uint8_t *k, size_t stride, int64_t n, const float *q,
+                           int64_t ld_q, const int nq, int64_t hd, float scale) {
+    const int kt = 8 / nq;
+    int32_t pick[4][8]; /* head h's kt lanes, first */
+    for (int h = 0; h < nq; h++)
+        for (int kk = 0; kk < 8; kk++) pick[h][kk] = kk < kt ? kk * nq + h : 0;
+    int64_t j = 0;
+    for (; j + kt <= n; j += kt) {
+        __m256 p[8];
+        UNROLL
+        for (int e = 0; e < 8; e++) p[e] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < hd; i += 8) {
+            __m256 qv[4];
+            UNROLL
+            for (int h = 0; h < nq; h++) qv[h] = load_x8(q + h * ld_q + i, hd - i);
+            UNROLL
+            for (int kk = 0; kk < kt; kk++) {
+                const __m256 v = load_w8(WISP_TYPE_F16, k + (size_t)(j + kk) * stride, i, hd - i);
+                UNROLL
+                for (int h = 0; h < nq; h++) p[kk * nq + h] = _mm256_fmadd_ps(v, qv[h], p[kk * nq + h]);
+            }
+        }
+        const __m256 r = _mm256_mul_ps(sum_lanes8(p), _mm256_set1_ps(scale));
+        UNROLL
+        for (int h = 0; h < nq; h++)
+            store_x8(s + h * ld_s + j, _mm256_permutevar8x32_ps(r, _mm256_loadu_si256((const __m256i *)(const void *)pick[h])),
+                     kt);
+    }
+    for (; j < n; j++)
+        for (int h = 0; h < nq; h++)
+            s[h * ld_s + j] = dot16((const uint16_t *)(const void *)(k + (size_t)j * stride), q + h * ld_q, hd) * scale;
+}
+
+/* nq (1..4) heads at a time, 16 elements of each (8 accumulators: AVX2 has
+ * 16 registers): each value's elements are converted once and added into
+ * every head's output, kept in registers across the keys; each element sees
+ * attn_values' arithmetic (o + w[0] v0, then + w[1] v1, ...), so the bits
+ * are the same. A ragged end goes 8 (or fewer) at a time. */
+INL void values_heads_tile(float *o, int64_t ld_o, const float *w, int64_t ld_w, const uint8_t *v, size_t stride,
+                           int64_t n, const int nq, int64_t hd) {
+    int64_t i0 = 0;
+    for (; i0 + 16 <= hd; i0 += 16) {
+        __m256 acc[4][2];
+        UNROLL
+        for (int h = 0; h < nq; h++)
+            UNROLL
+            for (int c = 0; c < 2; c++) acc[h][c] = _mm256_loadu_ps(o + h * ld_o + i0 + 8 * c);
+        const uint8_t *p = v;
+        for (int64_t j = 0; j < n; j++, p += stride) {
+            __m256 x[2];
+            UNROLL
+            for (int c = 0; c < 2; c++) x[c] = load_w8(WISP_TYPE_F16, p, i0 + 8 * c, 8);
+            UNROLL
+            for (int h = 0; h < nq; h++) {
+                const __m256 wj = _mm256_set1_ps(w[h * ld_w + j]);
+                UNROLL
+                for (int c = 0; c < 2; c++) acc[h][c] = _mm256_add_ps(acc[h][c], _mm256_mul_ps(wj, x[c]));
+            }
+        }
+        UNROLL
+        for (int h = 0; h < nq; h++)
+            UNROLL
+            for (int c = 0; c < 2; c++) _mm256_storeu_ps(o + h * ld_o + i0 + 8 * c, acc[h][c]);
+    }
+    for (; i0 < hd; i0 += 8) {
+        const int64_t left = hd - i0;
+        __m256 acc[4];
+        UNROLL
+        for (int h = 0; h < nq; h++) acc[h] = load_x8(o + h * ld_o + i0, left);
+        const uint8_t *p = v;
+        for (int64_t j = 0; j < n; j++, p += stride) {
+            const __m256 x = load_w8(WISP_TYPE_F16, p, i0, left);
+            UNROLL
+            for (int h = 0; h < nq; h++) acc[h] = _mm256_add_ps(acc[h], _mm256_mul_ps(_mm256_set1_ps(w[h * ld_w + j]), x));
+        }
+        UNROLL
+        for (int h = 0; h < nq; h++) store_x8(o + h * ld_o + i0, acc[h], left);
+    }
+}
+
+#include "x86_attn_heads.inc"
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 #define X86_LEVEL_NAME "avx2"
+#define X86_ATTN_HEADS
 #define X86_LEVEL_TABLE wisp_kernels_avx2
 #include "x86_table.inc"
 

@@ -568,21 +568,6 @@ INL void scores_heads_tile(float *s, int64_t ld_s, const uint8_t *k, size_t stri
             s[h * ld_s + j] = dot16((const uint16_t *)(const void *)(k + (size_t)j * stride), q + h * ld_q, hd) * scale;
 }
 
-static TGT void attn_scores_heads(float *s, int64_t ld_s, const uint16_t *keys, size_t stride, int64_t n, const float *q,
-                                  int64_t ld_q, int64_t n_q, int64_t hd, float scale) {
-    const uint8_t *k = (const uint8_t *)keys;
-    for (int64_t h = 0; h < n_q; h += 4) {
-        float *sh = s + h * ld_s;
-        const float *qh = q + h * ld_q;
-        switch (n_q - h < 4 ? n_q - h : 4) { /* a constant nq per call, so the tile's loops unroll */
-        case 1: scores_heads_tile(sh, ld_s, k, stride, n, qh, ld_q, 1, hd, scale); break;
-        case 2: scores_heads_tile(sh, ld_s, k, stride, n, qh, ld_q, 2, hd, scale); break;
-        case 3: scores_heads_tile(sh, ld_s, k, stride, n, qh, ld_q, 3, hd, scale); break;
-        default: scores_heads_tile(sh, ld_s, k, stride, n, qh, ld_q, 4, hd, scale); break;
-        }
-    }
-}
-
 /* nq (1..4) heads at a time: each value's 64 elements are converted once
  * and added into every head's output, kept in registers across the keys;
  * each element sees attn_values' arithmetic (o + w[0] v0, then + w[1] v1,
@@ -629,20 +614,7 @@ INL void values_heads_tile(float *o, int64_t ld_o, const float *w, int64_t ld_w,
     }
 }
 
-static TGT void attn_values_heads(float *o, int64_t ld_o, const float *w, int64_t ld_w, const uint16_t *values,
-                                  size_t stride, int64_t n, int64_t n_q, int64_t hd) {
-    const uint8_t *v = (const uint8_t *)values;
-    for (int64_t h = 0; h < n_q; h += 4) {
-        float *oh = o + h * ld_o;
-        const float *wh = w + h * ld_w;
-        switch (n_q - h < 4 ? n_q - h : 4) {
-        case 1: values_heads_tile(oh, ld_o, wh, ld_w, v, stride, n, 1, hd); break;
-        case 2: values_heads_tile(oh, ld_o, wh, ld_w, v, stride, n, 2, hd); break;
-        case 3: values_heads_tile(oh, ld_o, wh, ld_w, v, stride, n, 3, hd); break;
-        default: values_heads_tile(oh, ld_o, wh, ld_w, v, stride, n, 4, hd); break;
-        }
-    }
-}
+#include "x86_attn_heads.inc"
 
 static TGT void axpy_f32(float *y, float a, const float *x, int64_t n) {
     const __m512 va = _mm512_set1_ps(a);
