@@ -504,6 +504,7 @@ static TGT void attn_scores(float *s, const void *keys, size_t stride, int kv_f1
 }
 
 #define VF_LANES 16
+#define HEAD_VECS 4 /* 4 heads x 4 accumulators and 4 values: AVX-512 has 32 registers */
 INL vf vf_loadu(const float *p) { return _mm512_loadu_ps(p); }
 INL void vf_storeu(float *p, vf a) { _mm512_storeu_ps(p, a); }
 INL vf kv_lanes(const uint8_t *row, int kv_f16, int64_t i) { return load_kv16(row, kv_f16, i, 0xffff); }
@@ -568,37 +569,12 @@ INL void scores_heads_tile(float *s, int64_t ld_s, const uint8_t *k, size_t stri
             s[h * ld_s + j] = dot16((const uint16_t *)(const void *)(k + (size_t)j * stride), q + h * ld_q, hd) * scale;
 }
 
-/* nq (1..4) heads at a time: each value's 64 elements are converted once
- * and added into every head's output, kept in registers across the keys;
- * each element sees attn_values' arithmetic (o + w[0] v0, then + w[1] v1,
- * ...), so the bits are the same. A ragged end goes 16 at a time. */
+/* nq (1..4) heads at a time: the wide part 64 elements of each
+ * (HEAD_VECS), the ragged end 16 (or fewer) at a time with the same
+ * arithmetic. */
 INL void values_heads_tile(float *o, int64_t ld_o, const float *w, int64_t ld_w, const uint8_t *v, size_t stride,
                            int64_t n, const int nq, int64_t hd) {
-    int64_t i0 = 0;
-    for (; i0 + 64 <= hd; i0 += 64) {
-        __m512 acc[4][4];
-        UNROLL
-        for (int h = 0; h < nq; h++)
-            UNROLL
-            for (int c = 0; c < 4; c++) acc[h][c] = _mm512_loadu_ps(o + h * ld_o + i0 + 16 * c);
-        const uint8_t *p = v;
-        for (int64_t j = 0; j < n; j++, p += stride) {
-            __m512 x[4];
-            UNROLL
-            for (int c = 0; c < 4; c++) x[c] = load_kv16(p, 1, i0 + 16 * c, 0xffff);
-            UNROLL
-            for (int h = 0; h < nq; h++) {
-                const __m512 wj = _mm512_set1_ps(w[h * ld_w + j]);
-                UNROLL
-                for (int c = 0; c < 4; c++) acc[h][c] = _mm512_add_ps(acc[h][c], _mm512_mul_ps(wj, x[c]));
-            }
-        }
-        UNROLL
-        for (int h = 0; h < nq; h++)
-            UNROLL
-            for (int c = 0; c < 4; c++) _mm512_storeu_ps(o + h * ld_o + i0 + 16 * c, acc[h][c]);
-    }
-    for (; i0 < hd; i0 += 16) {
+    for (int64_t i0 = attn_values_heads_wide(o, ld_o, w, ld_w, v, stride, n, nq, hd); i0 < hd; i0 += 16) {
         const __mmask16 m = lanes_of(hd - i0);
         __m512 acc[4];
         UNROLL
