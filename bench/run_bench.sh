@@ -63,8 +63,9 @@ for m in $MODELS; do
     # that the first reader (wisp, which maps with MADV_HUGEPAGE) brings it
     # back in 2 MiB folios where the filesystem can; both sides then read
     # those same pages. Left as it was, a file cached piecemeal by earlier
-    # reads stays in 4 KiB pages, and decode on this VM is up to 15% slower
-    # for it (wisp bench reports how much of the file is in 2 MiB pages).
+    # reads keeps those parts in 4 KiB pages: with a fifth of each model so,
+    # decode measured 3-7% slower on this VM (wisp bench reports how much
+    # of the file is in 2 MiB pages).
     sync "$f" 2>/dev/null
     dd if="$f" iflag=nocache count=0 status=none 2>/dev/null ||
         echo "note: could not drop $f from the page cache; it is measured as cached"

@@ -187,7 +187,7 @@ int cmd_bench(int argc, char **argv) {
                cli_human_bytes(b, sizeof b, arena), cli_human_bytes(c, sizeof c, weight_bytes));
         if (huge >= 0) printf("; %s of the file in 2 MiB pages", cli_human_bytes(a, sizeof a, (size_t)huge));
         printf(")\n");
-        /* a tenth in small pages already cost 4-8% of decode on a VM here */
+        /* a fifth of a model in small pages cost 3-7% of decode on a VM here */
         if (huge >= 0 && (size_t)huge < file_bytes / 10 * 9 && file_bytes >= ((size_t)8 << 20))
             printf("note       %s of the model is mapped in 4 KiB pages: the page cache holds those parts in small\n"
                    "           pieces, as a download, a copy or an earlier read leaves them. Decode ran 14-34%% slower\n"

@@ -66,7 +66,8 @@ static void matmul_rows(void *arg, int ith, int nth) {
     int64_t lo, hi, first = 0;
     wisp_split(j->total_groups, ith, nth, &lo, &hi);
     for (int m = 0; m < j->n; first += j->groups[m], m++) {
-        int64_t g0 = (lo > first ? lo : first) - first, g1 = (hi < first + j->groups[m] ? hi : first + j->groups[m]) - first;
+        const int64_t last = first + j->groups[m]; /* this weight's groups: [first, last) */
+        const int64_t g0 = (lo > first ? lo : first) - first, g1 = (hi < last ? hi : last) - first;
         if (g0 >= g1) continue;
         int64_t r1 = g1 * ROW_GROUP < j->rows[m] ? g1 * ROW_GROUP : j->rows[m];
         j->e->k.matmul[j->a[m].w_type](&j->a[m], g0 * ROW_GROUP, r1);
