@@ -665,9 +665,11 @@ static TGT void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
 INL void scores_heads_tile(float *s, int64_t ld_s, const uint8_t *k, size_t stride, int64_t n, const float *q,
                            int64_t ld_q, const int nq, int64_t hd, float scale) {
     const int kt = 8 / nq;
-    int32_t pick[4][8]; /* head h's kt lanes, first */
+    __m256i pick[4]; /* lane kk <- lane kk nq + h: head h's scores, key after key (lanes past kt unused) */
+    UNROLL
     for (int h = 0; h < nq; h++)
-        for (int kk = 0; kk < 8; kk++) pick[h][kk] = kk < kt ? kk * nq + h : 0;
+        pick[h] = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), _mm256_set1_epi32(nq)),
+                                   _mm256_set1_epi32(h));
     int64_t j = 0;
     for (; j + kt <= n; j += kt) {
         __m256 p[8];
@@ -687,8 +689,7 @@ INL void scores_heads_tile(float *s, int64_t ld_s, const uint8_t *k, size_t stri
         const __m256 r = _mm256_mul_ps(sum_lanes8(p), _mm256_set1_ps(scale));
         UNROLL
         for (int h = 0; h < nq; h++)
-            store_x8(s + h * ld_s + j, _mm256_permutevar8x32_ps(r, _mm256_loadu_si256((const __m256i *)(const void *)pick[h])),
-                     kt);
+            store_x8(s + h * ld_s + j, _mm256_permutevar8x32_ps(r, pick[h]), kt);
     }
     for (; j < n; j++)
         for (int h = 0; h < nq; h++)
@@ -721,7 +722,6 @@ INL void values_heads_tile(float *o, int64_t ld_o, const float *w, int64_t ld_w,
 /* ---- the table ---------------------------------------------------------------------- */
 
 #define X86_LEVEL_NAME "avx2"
-#define X86_ATTN_HEADS
 #define X86_LEVEL_TABLE wisp_kernels_avx2
 #include "x86_table.inc"
 

@@ -708,7 +708,6 @@ static TGT void bf16_to_f32(const uint16_t *x, float *y, int64_t n) {
 
 #define X86_LEVEL_NAME "avx512"
 #define X86_LEVEL_TABLE wisp_kernels_avx512
-#define X86_ATTN_HEADS
 #include "x86_table.inc"
 
 #endif
