@@ -149,7 +149,7 @@ int cmd_bench(int argc, char **argv) {
     const char *kernels = wisp_ctx_kernels_name(ctx);
     int threads = wisp_ctx_config(ctx)->threads.n_threads;
     uint64_t per_token = decode_bytes_per_token(wisp_ctx_model(ctx));
-    size_t weight_bytes = s.plan.weight_bytes;
+    size_t weight_bytes = s.plan.weight_bytes, packed = s.plan.part[WISP_PART_PACKED_WEIGHTS];
     size_t arena = s.arena_size, file_bytes = s.file.size;
     long long huge = cli_file_huge_bytes(&s.file);
     free(tokens);
@@ -168,8 +168,9 @@ int cmd_bench(int argc, char **argv) {
         printf("\"prefill_tok_s\":%.6g,\"decode_tok_s\":%.6g,", pf, dc);
         json_list("prefill_tok_s_runs", prefill, n_prompt ? reps : 0);
         json_list("decode_tok_s_runs", decode, n_gen ? reps : 0);
-        printf("\"peak_rss_bytes\":%zu,\"arena_bytes\":%zu,\"weight_bytes\":%zu,\"decode_bytes_per_token\":%llu,", peak_rss,
-               arena, weight_bytes, (unsigned long long)per_token);
+        printf("\"peak_rss_bytes\":%zu,\"arena_bytes\":%zu,\"weight_bytes\":%zu,\"packed_weight_bytes\":%zu,"
+               "\"decode_bytes_per_token\":%llu,",
+               peak_rss, arena, weight_bytes, packed, (unsigned long long)per_token);
         if (huge >= 0)
             printf("\"file_huge_page_bytes\":%lld,", huge);
         else
@@ -187,8 +188,12 @@ int cmd_bench(int argc, char **argv) {
                cli_human_bytes(b, sizeof b, arena), cli_human_bytes(c, sizeof c, weight_bytes));
         if (huge >= 0) printf("; %s of the file in 2 MiB pages", cli_human_bytes(a, sizeof a, (size_t)huge));
         printf(")\n");
-        /* a fifth of a model in small pages cost 3-7% of decode on a VM here */
-        if (huge >= 0 && (size_t)huge < file_bytes / 10 * 9 && file_bytes >= ((size_t)8 << 20))
+        if (packed)
+            printf("           %s of them packed for the kernels, in the arena (--in-place-weights: none)\n",
+                   cli_human_bytes(a, sizeof a, packed));
+        /* a fifth of a model in small pages cost 3-7% of decode on a VM here;
+         * packed weights are read from the arena instead */
+        if (huge >= 0 && (size_t)huge < file_bytes / 10 * 9 && file_bytes >= ((size_t)8 << 20) && packed < weight_bytes / 2)
             printf("note       %s of the model is mapped in 4 KiB pages: the page cache holds those parts in small\n"
                    "           pieces, as a download, a copy or an earlier read leaves them. Decode ran 14-34%% slower\n"
                    "           with all of a model so on a VM here. Drop the file from the page cache\n"

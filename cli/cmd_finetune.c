@@ -515,8 +515,8 @@ int cmd_finetune(int argc, char **argv) {
     }
     if (ok && !r.quiet) {
         char a[32], w[32];
-        fprintf(stderr, "finetune: %d training windows of %d tokens, %lld steps of %d x %d sequences; arena %s (weights %s "
-                        "used in place), %d threads\n",
+        fprintf(stderr, "finetune: %d training windows of %d tokens, %lld steps of %d x %d sequences; arena %s (the model's "
+                        "%s outside it), %d threads\n",
                 wisp_data_count(&r.train.d, WISP_SPLIT_TRAIN), set->ctx, (long long)r.total_steps, set->accum, set->batch,
                 cli_human_bytes(a, sizeof a, r.s.arena_size), cli_human_bytes(w, sizeof w, r.s.plan.weight_bytes),
                 wisp_ctx_config(r.s.ctx)->threads.n_threads);

@@ -22,7 +22,7 @@ void cli_print_plan(FILE *out, const wisp_memory_plan *plan) {
                 cli_human_bytes(h, sizeof h, plan->part[i]));
     }
     fprintf(out, "  %-14s %12zu bytes  %12s\n", "total (arena)", plan->total, cli_human_bytes(h, sizeof h, plan->total));
-    fprintf(out, "  %-14s %12zu bytes  %12s  (used in place, not in the arena)\n", "weights", plan->weight_bytes,
+    fprintf(out, "  %-14s %12zu bytes  %12s  (the file's tensors, not in the arena)\n", "weights", plan->weight_bytes,
             cli_human_bytes(h, sizeof h, plan->weight_bytes));
 }
 

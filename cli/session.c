@@ -72,6 +72,7 @@ bool cli_session_open(cli_session *s, const cli_model_opts *o, const wisp_config
     }
     s->cfg.n_ctx = o->ctx;
     s->cfg.n_batch = o->batch;
+    s->cfg.in_place_weights = o->in_place_weights;
     int n_threads = o->threads ? o->threads : cli_default_threads();
     if (n_threads > 1) {
         s->pool = cli_pool_create(n_threads);

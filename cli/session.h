@@ -20,6 +20,7 @@ typedef struct cli_model_opts {
     int32_t threads;
     size_t arena;        /* 0: exactly the planned size */
     const char *kv_type; /* "f16" or "f32" */
+    bool in_place_weights;
 } cli_model_opts;
 
 #define CLI_MODEL_OPTS(o)                                                                                        \
@@ -28,7 +29,9 @@ typedef struct cli_model_opts {
     {"batch", 'b', OPT_INT, &(o)->batch, "N", "tokens per forward step; 0: min(ctx, 64)"},                    \
     {"threads", 't', OPT_INT, &(o)->threads, "N", "worker threads; 0: online CPUs, at most 8"},               \
     {"kv-type", 0, OPT_STR, &(o)->kv_type, "f16|f32", "KV cache element type"},                                \
-    {"arena", 0, OPT_SIZE, &(o)->arena, "BYTES", "use exactly one arena of this size (default: the plan)"}
+    {"arena", 0, OPT_SIZE, &(o)->arena, "BYTES", "use exactly one arena of this size (default: the plan)"},     \
+    {"in-place-weights", 0, OPT_FLAG, &(o)->in_place_weights, NULL,                                          \
+     "read every weight from the file; no packed copies in the arena (less memory, slower on AVX-512)"}
 
 void cli_model_opts_default(cli_model_opts *o);
 

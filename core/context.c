@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "attention.h"
+#include "packed_weights.h"
 #include "train.h"
 
 wisp_config wisp_config_default(void) {
@@ -74,6 +75,9 @@ static size_t kv_bytes(const wisp_hparams *hp, const wisp_config *c) {
     return wisp_bytes_of(n, elem);
 }
 
+/* The kernels whose packing the context uses (NULL: none). */
+static const wisp_kernels *packing_kernels(const wisp_config *c) { return c->in_place_weights ? NULL : c->kernels; }
+
 wisp_status wisp_plan(const wisp_gguf *g, const wisp_config *cfg, wisp_memory_plan *plan, wisp_error *err) {
     memset(plan, 0, sizeof *plan);
     wisp_status s;
@@ -99,6 +103,7 @@ wisp_status wisp_plan(const wisp_gguf *g, const wisp_config *cfg, wisp_memory_pl
     p[WISP_PART_TEXT] = wisp_arena_round(text);
     p[WISP_PART_ADAPTERS] = wisp_adapters_plan_bytes(hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
     wisp_train_plan(g, hp, c, act_row_max(g), p);
+    p[WISP_PART_PACKED_WEIGHTS] = wisp_packed_weights_plan(g, hp, packing_kernels(c));
     for (int i = 0; i < WISP_PART_COUNT; i++) plan->total = wisp_bytes_add(plan->total, p[i]);
 
     size_t cur = 0;
@@ -160,6 +165,7 @@ wisp_status wisp_init(wisp_ctx **out, const wisp_gguf *g, const wisp_config *cfg
     ctx->text_scratch = wisp_arena_alloc(&a, ctx->text_scratch_bytes, WISP_PART_TEXT);
     wisp_adapters_carve(&ctx->adapters, &a, hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
     if ((s = wisp_train_carve(ctx, g, &a, act_row_max(g), err))) return s;
+    if (packing_kernels(c)) wisp_packed_weights_make(&ctx->model, &ctx->exec, &a);
 
     /* The carve must match the plan byte for byte, part by part. */
     for (int i = 0; i < WISP_PART_COUNT; i++)

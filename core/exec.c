@@ -44,15 +44,16 @@ static void convert_rows(void *arg, int ith, int nth) {
         j->e->k.quantize_row[j->act_type](j->x + t * j->ldx, j->e->act + (size_t)t * j->row_bytes, j->cols);
 }
 
-/* Rows are handed out in whole groups of 16 (SIMD kernels work on row
- * groups); the split never changes any row's arithmetic. */
-#define ROW_GROUP 16
+/* Rows are handed out in whole groups of 16 (SIMD kernels and packed
+ * weights work on row groups); the split never changes any row's arithmetic. */
+#define ROW_GROUP WISP_PACK_GROUP
 
 /* The products of one job: up to WISP_EXEC_MAX_FUSED weights, one after the
  * other in a single range of row groups. */
 typedef struct matmul_job {
     const wisp_exec *e;
     int n;
+    wisp_matmul_fn fn[WISP_EXEC_MAX_FUSED];
     wisp_matmul_args a[WISP_EXEC_MAX_FUSED];
     int64_t rows[WISP_EXEC_MAX_FUSED];
     int64_t groups[WISP_EXEC_MAX_FUSED];
@@ -70,7 +71,7 @@ static void matmul_rows(void *arg, int ith, int nth) {
         const int64_t g0 = (lo > first ? lo : first) - first, g1 = (hi < last ? hi : last) - first;
         if (g0 >= g1) continue;
         int64_t r1 = g1 * ROW_GROUP < j->rows[m] ? g1 * ROW_GROUP : j->rows[m];
-        j->e->k.matmul[j->a[m].w_type](&j->a[m], g0 * ROW_GROUP, r1);
+        j->fn[m](&j->a[m], g0 * ROW_GROUP, r1);
     }
 }
 
@@ -120,9 +121,11 @@ void wisp_exec_matmuls(wisp_exec *e, int n, const wisp_weight *const w[], const 
     size_t row_bytes;
     const uint8_t *in = matmul_input(e, act_type, x, ldx, w[0]->cols, n_tok, &row_bytes);
     for (int m = 0; m < n; m++) {
-        j.a[m] = (wisp_matmul_args){.w = w[m]->data, .w_row_bytes = w[m]->row_bytes, .w_type = w[m]->type,
-                                    .n_in = w[m]->cols, .x = in, .x_row_bytes = row_bytes, .n_tok = n_tok,
-                                    .y = y[m], .ldy = ldy[m]};
+        const bool packed = w[m]->packed && e->k.packing[w[m]->type].matmul;
+        j.fn[m] = packed ? e->k.packing[w[m]->type].matmul : e->k.matmul[w[m]->type];
+        j.a[m] = (wisp_matmul_args){.w = packed ? w[m]->packed : w[m]->data, .w_row_bytes = w[m]->row_bytes,
+                                    .w_type = w[m]->type, .n_in = w[m]->cols, .x = in, .x_row_bytes = row_bytes,
+                                    .n_tok = n_tok, .y = y[m], .ldy = ldy[m]};
         j.rows[m] = w[m]->rows;
         j.groups[m] = row_groups(w[m]->rows);
         j.total_groups += j.groups[m];

@@ -41,7 +41,8 @@ void wisp_exec_parallel(const wisp_exec *e, wisp_job_fn fn, void *arg);
 void wisp_exec_pieces(const wisp_exec *e, wisp_job_fn fn, void *arg, int n);
 
 /* y[t*ldy + r] = (W x_t)[r] for t < n_tok, r < W.rows; x_t = x + t*ldx.
- * Converts x into e->act first when W is quantized. */
+ * Converts x into e->act first when W is quantized, and reads W's packed
+ * copy (W.packed, made with e's kernels) when it has one. */
 void wisp_exec_matmul(wisp_exec *e, const wisp_weight *w, const float *x, int64_t ldx, int64_t n_tok, float *y,
                       int64_t ldy);
 

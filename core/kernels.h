@@ -43,11 +43,31 @@ typedef void (*wisp_matmul_fn)(const wisp_matmul_args *a, int64_t r0, int64_t r1
 typedef void (*wisp_dequant_t_fn)(const uint8_t *w, size_t row_bytes, int32_t type, int64_t r0, int64_t r1, int64_t c0,
                                   int64_t c1, float *out, int64_t ld);
 
+/* A weight type that a level multiplies faster from its own layout, made
+ * once at init into planned arena memory (core/packed_weights.c): the
+ * weights of a row group side by side, as the level's vectors take them.
+ * The original stays where it lies and serves everything else (embedding
+ * rows, the backward pass, merging, levels without packing). */
+typedef struct wisp_packing {
+    /* Bytes of the packed form of a rows x cols weight; 0 leaves that shape in place. */
+    size_t (*bytes)(int64_t rows, int64_t cols);
+    /* Pack row groups [g0, g1) (group g: rows 16g..16g+15) of `src`, rows `row_bytes` apart. */
+    void (*pack)(uint8_t *dst, const uint8_t *src, size_t row_bytes, int64_t rows, int64_t cols, int64_t g0,
+                 int64_t g1);
+    /* The product with a->w the packed form (a->w_row_bytes unused): the
+     * same bits as the reference over the original, for any [r0, r1). */
+    wisp_matmul_fn matmul;
+} wisp_packing;
+
+#define WISP_PACK_GROUP 16 /* rows per packed group */
+
 typedef struct wisp_kernels {
     const char *name; /* "scalar", "avx2", "avx512", "neon", "neon-dotprod", "wasm-simd128", ... */
 
     /* Per weight type; NULL means "use the reference". */
     wisp_matmul_fn matmul[WISP_TYPE_COUNT];
+    /* Per weight type, a packed layout; .bytes NULL means none (the reference has none). */
+    wisp_packing packing[WISP_TYPE_COUNT];
     /* Per weight type, transposed tile dequantization (backward pass); NULL means reference. */
     wisp_dequant_t_fn dequant_t[WISP_TYPE_COUNT];
     /* float row -> activation type (Q8_0, Q8_1, Q8_K); NULL means reference. */

@@ -37,6 +37,7 @@ typedef struct wisp_weight {
     int32_t rows;
     int32_t cols;
     size_t row_bytes;
+    const uint8_t *packed; /* the kernel level's packed copy (core/packed_weights.h), or NULL */
 } wisp_weight;
 
 /* The seven LoRA-capable projections of a layer, in a fixed order used by

@@ -57,6 +57,8 @@ typedef struct wisp_config {
     bool logits_all;         /* keep logits of every position of a step, not just the last */
     uint32_t max_text_bytes; /* longest text wisp_tokenize_text accepts; 0: 4096 */
     const wisp_kernels *kernels; /* NULL: the scalar reference */
+    bool in_place_weights;   /* never pack weights for the kernels (no part "packed_weights"): the
+                              * product reads them where they lie, at the kernels' in-place speed */
     wisp_threads threads;    /* n_threads sizes per-thread scratch */
     int32_t max_adapters;    /* LoRA adapters attachable at once (plan part "adapters"); 0: none */
     int32_t max_lora_rank;   /* largest rank an attached adapter may have; 0 with adapters: 64 */
@@ -68,7 +70,8 @@ typedef struct wisp_memory_plan {
     size_t part[WISP_PART_COUNT]; /* bytes per wisp_part; they add up to total */
     wisp_hparams hp;
     wisp_config cfg;              /* with defaults resolved */
-    size_t weight_bytes;          /* bytes of weights used in place (not in the arena) */
+    size_t weight_bytes;          /* bytes of the model's tensors, used where they lie (not in the arena);
+                                   * part "packed_weights" holds the kernels' copies of some */
 } wisp_memory_plan;
 
 typedef struct wisp_ctx wisp_ctx;

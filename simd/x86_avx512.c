@@ -6,7 +6,8 @@
  * weight rows per group (one per 32-bit lane of a zmm register), VPDPBUSD
  * for the four-byte dots, and the signed 8-bit types offset by 128.
  * Decode of Q4_0 and Q8_0 is x86_decode.inc, with AVX512_VBMI's byte
- * permutes when the CPU has them. */
+ * permutes when the CPU has them; with packed weights (x86_packed.inc)
+ * every batch size takes them without permutes. */
 #include "x86.h"
 
 #if WISP_HAVE_X86
@@ -274,6 +275,10 @@ INL_DEC void dec_transpose_lanes(const vf w[16], vf u[16]) {
 }
 
 #include "x86_decode.inc"
+
+/* ---- packed Q4_0 / Q8_0 (x86_packed.inc) ------------------------------------------------ */
+
+#include "x86_packed.inc"
 
 /* ---- float weights (F32, F16, BF16) ----------------------------------------------------- */
 

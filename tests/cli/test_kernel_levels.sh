@@ -1,7 +1,8 @@
 # Every kernel level this machine offers (WISP_KERNELS=scalar|avx2|avx512|
 # neon|...) keeps the golden logits (test_golden_logits.sh runs once per
-# level), and the logits do not depend on the thread count (1, 2, 3) or on
-# how the prompt is cut into batches: the bytes are identical. Under
+# level), and the logits do not depend on the thread count (1, 2, 3), on
+# how the prompt is cut into batches, or on whether the level's packed
+# weights are used (--in-place-weights): the bytes are identical. Under
 # valgrind, which cannot run AVX-512 and hides it from CPUID, the automatic
 # choice falls back to a level valgrind runs, and the text is unchanged.
 source "$(dirname "$0")/lib.sh"
@@ -27,13 +28,13 @@ for level in "${levels[@]}"; do
     WISP_KERNELS=$level WORK=$D/$level bash "$here/test_golden_logits.sh" > "$D/$level.log" 2>&1 ||
         fail "golden logits with WISP_KERNELS=$level: $(tail -n 20 "$D/$level.log")"
     ok
-    echo "== $level: 1, 2 and 3 threads and batch sizes 1, 7 and 64 give the same bytes"
+    echo "== $level: 1, 2 and 3 threads, batch sizes 1, 7 and 64, packed or in-place weights give the same bytes"
     for m in models/stories260K.gguf models/synthetic/syn-llama-gqa-q4_k_m.gguf models/synthetic/syn-qwen2-q8_0.gguf \
              models/synthetic/syn-llama-gqa-f16.gguf; do
         name=$(basename "$m" .gguf)
         args=(-m "$SHARED/$m" -p "Once upon a time there was a" -p "The quick brown fox jumps over" --json)
         WISP_KERNELS=$level "$WISP" logits "${args[@]}" -t 1 > "$D/$level-$name-t1.json" || fail "$level $name -t 1"
-        for variant in "-t 2" "-t 3" "-t 3 -b 1" "-t 2 -b 7"; do
+        for variant in "-t 2" "-t 3" "-t 3 -b 1" "-t 2 -b 7" "-t 2 --in-place-weights" "-t 1 -b 1 --in-place-weights"; do
             # shellcheck disable=SC2086
             WISP_KERNELS=$level "$WISP" logits "${args[@]}" $variant > "$D/out.json" || fail "$level $name $variant"
             cmp -s "$D/$level-$name-t1.json" "$D/out.json" || fail "$level $name: '$variant' changed the logits"

@@ -23,6 +23,7 @@
 #include "kernels.h"
 #include "quant.h"
 #include "simd.h"
+#include "test_rng.h"
 #include "types.h"
 
 #include <math.h>
@@ -34,21 +35,6 @@ static const char *const x86_levels[] = {"avx512", "avx2"};
 
 /* ---- data ---------------------------------------------------------------------------- */
 
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t s) { rng_state = s * 0x9e3779b97f4a7c15ull + 7; }
-
-static uint64_t rng_next(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
-static float rng_normal(void) {
-    double u = ((double)(rng_next() >> 11) + 0.5) * 0x1.0p-53, v = (double)(rng_next() >> 11) * 0x1.0p-53;
-    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
-}
 
 static void normals(float *x, int64_t n, float sigma) {
     for (int64_t i = 0; i < n; i++) x[i] = sigma * rng_normal();

@@ -43,7 +43,7 @@ static void check_matmul_t(int type) {
     for (int64_t r = 0; r < rows; r++)
         for (int64_t t = 0; t < n_tok; t++)
             for (int64_t c = 0; c < cols; c++) want[t * cols + c] += (double)deq[r * cols + c] * dy[t * rows + r];
-    wisp_weight wt = {w, type, (int32_t)rows, (int32_t)cols, row_bytes};
+    wisp_weight wt = {.data = w, .type = type, .rows = (int32_t)rows, .cols = (int32_t)cols, .row_bytes = row_bytes};
     wisp_matmul_t_range(k, &wt, dy, rows, n_tok, dx0, cols, 0, cols, tile, 16 * cb, out);
     /* the same columns in two pieces (one tile, then the rest) */
     wisp_matmul_t_range(k, &wt, dy, rows, n_tok, dx1, cols, cb, cols, tile, 16 * cb, out);

@@ -55,7 +55,7 @@ export interface WorkerLoadOptions extends Omit<LoadOptions, 'worker'> {
 
 export type PlanPart =
   | 'context' | 'tokenizer' | 'kv_cache' | 'scratch' | 'logits' | 'sampler' | 'text' | 'adapters' | 'lora'
-  | 'gradients' | 'optimizer' | 'activations' | 'train_scratch';
+  | 'gradients' | 'optimizer' | 'activations' | 'train_scratch' | 'packed_weights';
 
 /** Exact bytes, per part, before anything is allocated. */
 export interface MemoryPlan {

@@ -1,0 +1,54 @@
+#include "packed_weights.h"
+
+#include "status.h"
+
+/* What the kernels would pack a weight of `type`, rows x cols, into (0: nothing). */
+static size_t packed_size(const wisp_kernels *k, int64_t type, int64_t rows, int64_t cols) {
+    if (!k || type < 0 || type >= WISP_TYPE_COUNT || !k->packing[type].bytes) return 0;
+    return wisp_arena_round(k->packing[type].bytes(rows, cols));
+}
+
+static size_t tensor_packed_size(const wisp_gguf *g, const char *name, const wisp_kernels *k) {
+    wisp_gguf_tensor t;
+    if (!wisp_gguf_find_tensor(g, name, &t) || t.n_dims > 2) return 0; /* init reports what is wrong */
+    return packed_size(k, (int64_t)t.type, t.ne[1], t.ne[0]);
+}
+
+size_t wisp_packed_weights_plan(const wisp_gguf *g, const wisp_hparams *hp, const wisp_kernels *k) {
+    size_t total = tensor_packed_size(g, hp->tied_output ? "token_embd.weight" : "output.weight", k);
+    char name[96];
+    for (int l = 0; l < hp->n_layers; l++)
+        for (int p = 0; p < WISP_PROJ_COUNT; p++) {
+            wisp_format(name, sizeof name, "blk.%d.%s.weight", l, wisp_proj_gguf_name(p));
+            total = wisp_bytes_add(total, tensor_packed_size(g, name, k));
+        }
+    return total;
+}
+
+typedef struct pack_job {
+    const wisp_packing *pk;
+    const wisp_weight *w;
+    uint8_t *dst;
+} pack_job;
+
+static void pack_piece(void *arg, int ith, int nth) {
+    const pack_job *j = arg;
+    int64_t g0, g1;
+    wisp_split((j->w->rows + WISP_PACK_GROUP - 1) / WISP_PACK_GROUP, ith, nth, &g0, &g1);
+    j->pk->pack(j->dst, j->w->data, j->w->row_bytes, j->w->rows, j->w->cols, g0, g1);
+}
+
+static void pack_weight(wisp_weight *w, const wisp_exec *e, wisp_arena *a) {
+    size_t bytes = packed_size(&e->k, w->type, w->rows, w->cols);
+    if (!bytes) return;
+    pack_job j = {&e->k.packing[w->type], w, (uint8_t *)wisp_arena_alloc(a, bytes, WISP_PART_PACKED_WEIGHTS)};
+    if (!j.dst) return; /* cannot happen after the plan; the carve check would report it */
+    wisp_exec_parallel(e, pack_piece, &j);
+    w->packed = j.dst;
+}
+
+void wisp_packed_weights_make(wisp_model *m, const wisp_exec *e, wisp_arena *a) {
+    pack_weight(&m->output, e, a);
+    for (int l = 0; l < m->hp.n_layers; l++)
+        for (int p = 0; p < WISP_PROJ_COUNT; p++) pack_weight(&m->layers[l].proj[p], e, a);
+}

@@ -1,0 +1,149 @@
+/* Packed weights (kernels.h wisp_packing) against the scalar reference, on
+ * every x86 level the CPU has that packs a type: the product over the
+ * packed form equals wisp_matmul_reference over the original bit for bit,
+ * for rows around the 16-row groups (1..100), rows of 1..48 blocks, 1..19
+ * activation rows around the 8-row passes, realistic and raw-byte weights,
+ * any row range (group-aligned splits and ragged ones), packing in pieces;
+ * nothing outside [r0, r1) is written; a packed weight is as large as the
+ * original rounded up to whole groups, and rows too long are left in place. */
+#include "check.h"
+#include "cpu_features.h"
+#include "half.h"
+#include "kernels.h"
+#include "quant.h"
+#include "simd.h"
+#include "test_rng.h"
+#include "types.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TOK 19
+#define SENTINEL -12345.0f
+
+/* rows x cols weights of `type`: quantized normals, or random bytes with
+ * sane fp16 scales (every level pattern, Q8_0's -128 included). */
+static uint8_t *make_weights(int type, int64_t rows, int64_t cols, int raw) {
+    const wisp_type_info *ti = wisp_type_info_of(type);
+    size_t rb = wisp_type_row_bytes(type, cols);
+    uint8_t *w = malloc(rb * (size_t)rows);
+    float *row = malloc(sizeof(float) * (size_t)cols);
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *wr = w + (size_t)r * rb;
+        if (raw) {
+            for (size_t i = 0; i < rb; i++) wr[i] = (uint8_t)(rng_next() >> 40);
+            for (int64_t b = 0; b < cols / WISP_QK; b++)
+                wisp_store_u16(wr + (size_t)b * ti->block_bytes, wisp_f32_to_f16(0.01f * rng_normal()));
+        } else {
+            for (int64_t i = 0; i < cols; i++) row[i] = 0.05f * rng_normal();
+            ti->quantize(row, wr, cols);
+        }
+    }
+    free(row);
+    return w;
+}
+
+static void check_case(const wisp_kernels *k, int type, int64_t rows, int64_t cols, int raw) {
+    const wisp_packing *pk = &k->packing[type];
+    const char *tn = wisp_type_info_of(type)->name;
+    const size_t rb = wisp_type_row_bytes(type, cols), xb = wisp_type_row_bytes(WISP_TYPE_Q8_0, cols);
+    const int64_t groups = (rows + WISP_PACK_GROUP - 1) / WISP_PACK_GROUP;
+    size_t bytes = pk->bytes(rows, cols);
+    CHECK(bytes == (size_t)groups * WISP_PACK_GROUP * rb, "%s %s %lldx%lld: packed %zu bytes, want %zu", k->name, tn,
+          (long long)rows, (long long)cols, bytes, (size_t)groups * WISP_PACK_GROUP * rb);
+    if (!bytes) return;
+    uint8_t *w = make_weights(type, rows, cols, raw);
+    uint8_t *packed = malloc(bytes);
+    memset(packed, 0xa5, bytes);
+    int64_t mid = groups / 2; /* packed in two pieces, the second first */
+    pk->pack(packed, w, rb, rows, cols, mid, groups);
+    pk->pack(packed, w, rb, rows, cols, 0, mid);
+
+    float *xf = malloc(sizeof(float) * (size_t)cols);
+    uint8_t *x = malloc(xb * MAX_TOK);
+    for (int t = 0; t < MAX_TOK; t++) {
+        for (int64_t i = 0; i < cols; i++) xf[i] = rng_normal();
+        wisp_type_info_of(WISP_TYPE_Q8_0)->quantize(xf, x + (size_t)t * xb, cols);
+    }
+    float *want = malloc(sizeof(float) * (size_t)rows * MAX_TOK), *got = malloc(sizeof(float) * (size_t)rows * MAX_TOK);
+    static const int toks[] = {1, 2, 7, 8, 9, MAX_TOK};
+    for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++) {
+        const int n_tok = toks[ti];
+        wisp_matmul_args ref = {w, rb, type, cols, x, xb, n_tok, want, rows};
+        wisp_matmul_reference(&ref, 0, rows);
+        /* whole, split at a group boundary (second half first), and a ragged range */
+        const int64_t cut = rows > WISP_PACK_GROUP ? WISP_PACK_GROUP : rows;
+        const int64_t ranges[4][2] = {{0, rows}, {cut, rows}, {0, cut}, {rows / 3, rows - rows / 4}};
+        for (int pass = 0; pass < 2; pass++) {
+            for (size_t i = 0; i < (size_t)rows * MAX_TOK; i++) got[i] = SENTINEL;
+            wisp_matmul_args a = {packed, 0, type, cols, x, xb, n_tok, got, rows};
+            int64_t lo, hi;
+            if (pass == 0) {
+                lo = 0, hi = rows;
+                pk->matmul(&a, ranges[1][0], ranges[1][1]);
+                pk->matmul(&a, ranges[2][0], ranges[2][1]);
+            } else {
+                lo = ranges[3][0], hi = ranges[3][1];
+                pk->matmul(&a, lo, hi);
+            }
+            int bad = 0, stray = 0;
+            for (int t = 0; t < MAX_TOK; t++)
+                for (int64_t r = 0; r < rows; r++) {
+                    const float g = got[t * rows + r];
+                    if (t < n_tok && r >= lo && r < hi) bad += memcmp(&g, &want[t * rows + r], sizeof g) != 0;
+                    else stray += g != SENTINEL;
+                }
+            CHECK(!bad, "%s %s %s %lldx%lld, %d tokens, rows [%lld, %lld): %d results differ from the reference",
+                  k->name, tn, raw ? "raw" : "quantized", (long long)rows, (long long)cols, n_tok, (long long)lo,
+                  (long long)hi, bad);
+            CHECK(!stray, "%s %s %lldx%lld, %d tokens, rows [%lld, %lld): %d values written outside", k->name, tn,
+                  (long long)rows, (long long)cols, n_tok, (long long)lo, (long long)hi, stray);
+        }
+    }
+    free(w);
+    free(packed);
+    free(xf);
+    free(x);
+    free(want);
+    free(got);
+}
+
+static int check_level(const wisp_kernels *k) {
+    int types = 0;
+    for (int type = 0; type < WISP_TYPE_COUNT; type++) {
+        const wisp_packing *pk = &k->packing[type];
+        if (!pk->bytes) continue;
+        CHECK(pk->pack && pk->matmul, "%s packs %s but has no pack or matmul", k->name, wisp_type_info_of(type)->name);
+        if (!pk->pack || !pk->matmul) continue;
+        int before = check_failures;
+        static const int64_t rows[] = {1, 15, 16, 17, 40, 100};
+        static const int64_t blocks[] = {1, 2, 3, 17, 18, 48};
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+            for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+                for (int raw = 0; raw < 2; raw++) check_case(k, type, rows[r], blocks[b] * WISP_QK, raw);
+        CHECK(pk->bytes(16, 513 * WISP_QK) == 0, "%s %s: rows of 513 blocks should stay in place", k->name,
+              wisp_type_info_of(type)->name);
+        printf("  %s %s packed: %s\n", k->name, wisp_type_info_of(type)->name,
+               check_failures == before ? "bit-exact with the reference" : "FAILED");
+        types++;
+    }
+    return types;
+}
+
+int main(void) {
+    static const char *const levels[] = {"avx512", "avx2"};
+    wisp_cpu_features cpu;
+    cli_cpu_features(&cpu);
+    int tested = 0;
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        const wisp_kernels *table;
+        wisp_error err = {0};
+        if (wisp_simd_select(&cpu, levels[i], &table, &err) != WISP_OK) {
+            printf("  skipped %s: %s\n", levels[i], err.message);
+            continue;
+        }
+        tested += check_level(table);
+    }
+    if (!tested) check_skip("test_packed_weights", "no kernel level this CPU has packs weights (AVX-512 VNNI does)");
+    return check_report("test_packed_weights");
+}
