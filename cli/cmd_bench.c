@@ -184,22 +184,26 @@ int cmd_bench(int argc, char **argv) {
                threads, threads == 1 ? "" : "s", 100.0 * cpu_share);
         if (n_prompt) printf("prefill    %8.1f tok/s  (%d-token prompt, median of %d)\n", pf, n_prompt, reps);
         if (n_gen) printf("decode     %8.1f tok/s  (%d tokens, median of %d)\n", dc, n_gen, reps);
-        printf("memory     peak RSS %s, arena %s, weights %s (mapped", cli_human_bytes(a, sizeof a, peak_rss),
+        printf("memory     peak RSS %s, arena %s, weights %s (", cli_human_bytes(a, sizeof a, peak_rss),
                cli_human_bytes(b, sizeof b, arena), cli_human_bytes(c, sizeof c, weight_bytes));
-        if (huge >= 0) printf("; %s of the file in 2 MiB pages", cli_human_bytes(a, sizeof a, (size_t)huge));
+        if (packed) /* the file's copies of those then leave the process (session.c) */
+            printf("%s of them packed into the arena; --in-place-weights: none", cli_human_bytes(a, sizeof a, packed));
+        else if (huge >= 0)
+            printf("mapped; %s of the file in 2 MiB pages", cli_human_bytes(a, sizeof a, (size_t)huge));
+        else
+            printf("mapped");
         printf(")\n");
-        if (packed)
-            printf("           %s of them packed for the kernels, in the arena (--in-place-weights: none)\n",
-                   cli_human_bytes(a, sizeof a, packed));
         /* a fifth of a model in small pages cost 3-7% of decode on a VM here;
-         * packed weights are read from the arena instead */
-        if (huge >= 0 && (size_t)huge < file_bytes / 10 * 9 && file_bytes >= ((size_t)8 << 20) && packed < weight_bytes / 2)
+         * packed weights are read from the arena instead (their pages in the
+         * file are dropped), so only the rest counts */
+        const size_t small = huge < 0 || (size_t)huge + packed >= file_bytes ? 0 : file_bytes - (size_t)huge - packed;
+        if (small > file_bytes / 10 && file_bytes >= ((size_t)8 << 20))
             printf("note       %s of the model is mapped in 4 KiB pages: the page cache holds those parts in small\n"
                    "           pieces, as a download, a copy or an earlier read leaves them. Decode ran 14-34%% slower\n"
                    "           with all of a model so on a VM here. Drop the file from the page cache\n"
                    "           (dd if=%s iflag=nocache count=0) and the next run reads it back in 2 MiB pages\n"
                    "           where the kernel can (ext4 from Linux 6.16, xfs).\n",
-                   cli_human_bytes(a, sizeof a, file_bytes - (size_t)huge), mo.model);
+                   cli_human_bytes(a, sizeof a, small), mo.model);
         if (n_gen)
             printf("bandwidth  decode reads %s/token -> %.2f GB/s", cli_human_bytes(a, sizeof a, (size_t)per_token),
                    achieved / 1e9);

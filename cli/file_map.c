@@ -69,11 +69,66 @@ bool cli_file_open(cli_file *f, const char *path) {
 }
 
 void cli_file_close(cli_file *f) {
+    free(f->released);
 #if CLI_HAVE_MMAP
     if (f->mapped) munmap((void *)f->data, f->size);
 #endif
     if (!f->mapped && f->size) free((void *)f->data);
     memset(f, 0, sizeof *f);
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+#define RELEASE_GAP ((size_t)64 << 10) /* a norm vector or two between released weights */
+
+/* Drop the whole 2 MiB pages inside [lo, hi) (file offsets). Whole ones
+ * only: the mappings around them keep their 2 MiB pages, which in-place
+ * weights next to them need for speed. */
+static void drop_huge_pages(const cli_file *f, size_t lo, size_t hi) {
+#if CLI_HAVE_MMAP
+    const uintptr_t base = (uintptr_t)f->data;
+    const uintptr_t first = (base + lo + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    const uintptr_t end = (base + hi) & ~(uintptr_t)(HUGE_PAGE - 1);
+    if (end <= first) return;
+    /* In 4 KiB pages from now on: reading a norm vector in there would
+     * otherwise map its whole 2 MiB page back in. */
+#ifdef MADV_NOHUGEPAGE
+    madvise((void *)first, end - first, MADV_NOHUGEPAGE);
+#endif
+    madvise((void *)first, end - first, MADV_DONTNEED);
+#else
+    (void)f, (void)lo, (void)hi;
+#endif
+}
+
+void cli_file_release(cli_file *f, const void *p, size_t n) {
+    const uintptr_t at = (uintptr_t)p, base = (uintptr_t)f->data;
+    if (!f->mapped || at < base || at - base > f->size || n > f->size - (at - base)) return;
+    if (f->n_released == f->cap_released) {
+        size_t cap = f->cap_released ? 2 * f->cap_released : 64;
+        cli_byte_range *r = realloc(f->released, cap * sizeof *r);
+        if (!r) return;
+        f->released = r;
+        f->cap_released = cap;
+    }
+    /* insert in file order, then merge the new range with its neighbours */
+    cli_byte_range add = {at - base, at - base + n};
+    size_t i = f->n_released;
+    while (i > 0 && f->released[i - 1].lo > add.lo) {
+        f->released[i] = f->released[i - 1];
+        i--;
+    }
+    f->released[i] = add;
+    f->n_released++;
+    size_t lo = i, hi = i; /* the run of ranges [lo, hi] that now form one */
+    while (lo > 0 && f->released[lo - 1].hi + RELEASE_GAP >= f->released[lo].lo) lo--;
+    while (hi + 1 < f->n_released && f->released[hi].hi + RELEASE_GAP >= f->released[hi + 1].lo) hi++;
+    cli_byte_range merged = f->released[lo];
+    for (size_t k = lo + 1; k <= hi; k++)
+        if (f->released[k].hi > merged.hi) merged.hi = f->released[k].hi;
+    f->released[lo] = merged;
+    memmove(&f->released[lo + 1], &f->released[hi + 1], (f->n_released - hi - 1) * sizeof *f->released);
+    f->n_released -= hi - lo;
+    drop_huge_pages(f, merged.lo, merged.hi);
 }
 
 long long cli_file_huge_bytes(const cli_file *f) {

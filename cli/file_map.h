@@ -13,16 +13,30 @@
 #define CLI_HAVE_MMAP 1
 #endif
 
+typedef struct cli_byte_range {
+    size_t lo, hi; /* offsets in the file */
+} cli_byte_range;
+
 typedef struct cli_file {
     const char *path;
     const unsigned char *data;
     size_t size;
     bool mapped; /* else data is malloc'd */
+    cli_byte_range *released; /* cli_file_release's ranges, merged, in file order */
+    size_t n_released, cap_released;
 } cli_file;
 
 /* Open and map `path`; on failure prints "wisp: PATH: reason" and returns false. */
 bool cli_file_open(cli_file *f, const char *path);
 void cli_file_close(cli_file *f);
+
+/* The process no longer needs [p, p + n) of f's mapping: the whole 2 MiB
+ * pages that the ranges released so far cover leave its memory (they stay
+ * in the page cache and come back, in 4 KiB pages, if read). Ranges less
+ * than 64 KiB apart count as one, so a norm vector between two released
+ * weights does not keep their pages in. Nothing for a file read into
+ * memory, or when there is no memory for the bookkeeping. */
+void cli_file_release(cli_file *f, const void *p, size_t n);
 
 /* How many bytes of f's mapping the kernel maps in 2 MiB pages (Linux's
  * /proc/self/smaps), or -1 when it cannot tell (not mapped, no /proc). */

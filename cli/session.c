@@ -57,6 +57,14 @@ bool cli_open_gguf(cli_file *f, wisp_gguf *g, const char *path) {
     return true;
 }
 
+/* A packed weight's original is read again only for embedding rows, the
+ * backward pass or merging: its pages need not stay in the process, which
+ * keeps peak memory near one copy of the weights rather than two. Training
+ * keeps them: its backward pass reads every original each step. */
+static void release_packed_original(void *file, const void *data, size_t bytes) {
+    cli_file_release((cli_file *)file, data, bytes);
+}
+
 bool cli_session_open(cli_session *s, const cli_model_opts *o, const wisp_config *cfg) {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
@@ -73,6 +81,10 @@ bool cli_session_open(cli_session *s, const cli_model_opts *o, const wisp_config
     s->cfg.n_ctx = o->ctx;
     s->cfg.n_batch = o->batch;
     s->cfg.in_place_weights = o->in_place_weights;
+    if (s->cfg.train.seq_len == 0) {
+        s->cfg.weight_packed = release_packed_original;
+        s->cfg.weight_packed_user = &s->file;
+    }
     int n_threads = o->threads ? o->threads : cli_default_threads();
     if (n_threads > 1) {
         s->pool = cli_pool_create(n_threads);

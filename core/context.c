@@ -165,7 +165,7 @@ wisp_status wisp_init(wisp_ctx **out, const wisp_gguf *g, const wisp_config *cfg
     ctx->text_scratch = wisp_arena_alloc(&a, ctx->text_scratch_bytes, WISP_PART_TEXT);
     wisp_adapters_carve(&ctx->adapters, &a, hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
     if ((s = wisp_train_carve(ctx, g, &a, act_row_max(g), err))) return s;
-    if (packing_kernels(c)) wisp_packed_weights_make(&ctx->model, &ctx->exec, &a);
+    if (packing_kernels(c)) wisp_packed_weights_make(&ctx->model, &ctx->exec, &a, c->weight_packed, c->weight_packed_user);
 
     /* The carve must match the plan byte for byte, part by part. */
     for (int i = 0; i < WISP_PART_COUNT; i++)

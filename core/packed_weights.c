@@ -38,17 +38,25 @@ static void pack_piece(void *arg, int ith, int nth) {
     j->pk->pack(j->dst, j->w->data, j->w->row_bytes, j->w->rows, j->w->cols, g0, g1);
 }
 
-static void pack_weight(wisp_weight *w, const wisp_exec *e, wisp_arena *a) {
+typedef struct pack_done {
+    void (*fn)(void *user, const void *data, size_t bytes);
+    void *user;
+} pack_done;
+
+static void pack_weight(wisp_weight *w, const wisp_exec *e, wisp_arena *a, const pack_done *done) {
     size_t bytes = packed_size(&e->k, w->type, w->rows, w->cols);
     if (!bytes) return;
     pack_job j = {&e->k.packing[w->type], w, (uint8_t *)wisp_arena_alloc(a, bytes, WISP_PART_PACKED_WEIGHTS)};
     if (!j.dst) return; /* cannot happen after the plan; the carve check would report it */
     wisp_exec_parallel(e, pack_piece, &j);
     w->packed = j.dst;
+    if (done->fn) done->fn(done->user, w->data, (size_t)w->rows * w->row_bytes);
 }
 
-void wisp_packed_weights_make(wisp_model *m, const wisp_exec *e, wisp_arena *a) {
-    pack_weight(&m->output, e, a);
+void wisp_packed_weights_make(wisp_model *m, const wisp_exec *e, wisp_arena *a,
+                              void (*done)(void *user, const void *data, size_t bytes), void *user) {
+    const pack_done d = {done, user};
+    pack_weight(&m->output, e, a, &d);
     for (int l = 0; l < m->hp.n_layers; l++)
-        for (int p = 0; p < WISP_PROJ_COUNT; p++) pack_weight(&m->layers[l].proj[p], e, a);
+        for (int p = 0; p < WISP_PROJ_COUNT; p++) pack_weight(&m->layers[l].proj[p], e, a, &d);
 }

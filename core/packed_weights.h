@@ -14,8 +14,10 @@
  * (NULL: the reference, which packs nothing). */
 size_t wisp_packed_weights_plan(const wisp_gguf *g, const wisp_hparams *hp, const wisp_kernels *k);
 
-/* Carve and fill the copies, spreading the packing over e's threads, and
- * point each packed weight's `packed` at its copy. */
-void wisp_packed_weights_make(wisp_model *m, const wisp_exec *e, wisp_arena *a);
+/* Carve and fill the copies, spreading the packing over e's threads, point
+ * each packed weight's `packed` at its copy and tell `done` (when not NULL)
+ * the original's bytes. */
+void wisp_packed_weights_make(wisp_model *m, const wisp_exec *e, wisp_arena *a,
+                              void (*done)(void *user, const void *data, size_t bytes), void *user);
 
 #endif

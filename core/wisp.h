@@ -59,6 +59,12 @@ typedef struct wisp_config {
     const wisp_kernels *kernels; /* NULL: the scalar reference */
     bool in_place_weights;   /* never pack weights for the kernels (no part "packed_weights"): the
                               * product reads them where they lie, at the kernels' in-place speed */
+    /* Called at init once per weight whose packed copy was made, with the original's bytes,
+     * which products no longer read (embedding rows, the backward pass and merging still may):
+     * a platform can let them go from memory, as the CLI returns a mapping's pages to the page
+     * cache. NULL: nothing is called. */
+    void (*weight_packed)(void *user, const void *data, size_t bytes);
+    void *weight_packed_user;
     wisp_threads threads;    /* n_threads sizes per-thread scratch */
     int32_t max_adapters;    /* LoRA adapters attachable at once (plan part "adapters"); 0: none */
     int32_t max_lora_rank;   /* largest rank an attached adapter may have; 0 with adapters: 64 */
