@@ -135,7 +135,8 @@ long long cli_file_huge_bytes(const cli_file *f) {
     if (!f->mapped) return -1;
     FILE *smaps = fopen("/proc/self/smaps", "r");
     if (!smaps) return -1;
-    const uintptr_t at = (uintptr_t)f->data;
+    /* the mapping may have been split (cli_file_release): every piece counts */
+    const uintptr_t at = (uintptr_t)f->data, end = at + f->size;
     long long huge = -1;
     bool inside = false;
     char line[512];
@@ -143,12 +144,11 @@ long long cli_file_huge_bytes(const cli_file *f) {
         unsigned long lo, hi;
         char dash;
         if (sscanf(line, "%lx%c%lx", &lo, &dash, &hi) == 3 && dash == '-') { /* a mapping's first line */
-            if (inside) break;
-            inside = at >= lo && at < hi;
+            inside = lo < end && hi > at;
             continue;
         }
         long long kb;
-        if (inside && sscanf(line, "FilePmdMapped: %lld kB", &kb) == 1) huge = kb * 1024;
+        if (inside && sscanf(line, "FilePmdMapped: %lld kB", &kb) == 1) huge = (huge < 0 ? 0 : huge) + kb * 1024;
     }
     fclose(smaps);
     return huge;

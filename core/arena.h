@@ -27,7 +27,8 @@ typedef enum wisp_part {
     WISP_PART_OPTIMIZER,   /* optimizer moments */
     WISP_PART_ACTIVATIONS, /* activations saved for the backward pass */
     WISP_PART_TRAIN_SCRATCH, /* backward-pass working memory */
-    WISP_PART_PACKED_WEIGHTS, /* weights in the kernel level's own layout (kernels.h wisp_packing) */
+    WISP_PART_PACKED_WEIGHTS, /* weights in the kernel level's own layout (kernels.h wisp_packing), and
+                               * the norm and bias vectors beside them */
     WISP_PART_COUNT
 } wisp_part;
 
