@@ -79,7 +79,7 @@ int cmd_plan(int argc, char **argv) {
         "Print the exact number of arena bytes wisp needs for MODEL with these settings, part by part.\n"
         "Initialising with this many bytes works; with one byte less it fails. Weights are read in place from\n"
         "the file, except that the AVX-512 kernels keep a packed copy of Q4_0 and Q8_0 matrices in the arena\n"
-        "(part packed_weights: the same size as those matrices; decode reads it 1.2x to 1.4x faster);\n"
+        "(part packed_weights: the same size as those matrices; decode reads it 1.1x to 1.4x faster);\n"
         "--in-place-weights leaves them in the file.",
         NULL, opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};
     const char *pos[1];
