@@ -62,19 +62,15 @@ static void pack_piece(void *arg, int ith, int nth) {
     j->pk->pack(j->dst, j->w->data, j->w->row_bytes, j->w->rows, j->w->cols, g0, g1);
 }
 
-typedef struct pack_done {
-    void (*fn)(void *user, const void *data, size_t bytes);
-    void *user;
-} pack_done;
-
-static void pack_weight(wisp_weight *w, const wisp_exec *e, wisp_arena *a, const pack_done *done) {
+static void pack_weight(wisp_weight *w, const wisp_exec *e, wisp_arena *a,
+                        void (*done)(void *user, const void *data, size_t bytes), void *user) {
     size_t bytes = packed_size(&e->k, w->type, w->rows, w->cols);
     if (!bytes) return;
     pack_job j = {&e->k.packing[w->type], w, (uint8_t *)wisp_arena_alloc(a, bytes, WISP_PART_PACKED_WEIGHTS)};
     if (!j.dst) return; /* cannot happen after the plan; the carve check would report it */
     wisp_exec_parallel(e, pack_piece, &j);
     w->packed = j.dst;
-    if (done->fn) done->fn(done->user, w->data, (size_t)w->rows * w->row_bytes);
+    if (done) done(user, w->data, (size_t)w->rows * w->row_bytes);
 }
 
 static void copy_vector(const float **v, int64_t n, wisp_arena *a) {
@@ -85,19 +81,21 @@ static void copy_vector(const float **v, int64_t n, wisp_arena *a) {
     *v = copy;
 }
 
-static bool packs_any(const wisp_model *m, const wisp_kernels *k) {
-    if (packed_size(k, m->output.type, m->output.rows, m->output.cols)) return true;
-    for (int l = 0; l < m->hp.n_layers; l++)
-        for (int p = 0; p < WISP_PROJ_COUNT; p++) {
-            const wisp_weight *w = &m->layers[l].proj[p];
-            if (packed_size(k, w->type, w->rows, w->cols)) return true;
-        }
-    return false;
+/* The weights products read, as the plan walks them: the output, then
+ * each layer's projections; i < 1 + n_layers * WISP_PROJ_COUNT. */
+static wisp_weight *product_weight(wisp_model *m, int i) {
+    return i == 0 ? &m->output : &m->layers[(i - 1) / WISP_PROJ_COUNT].proj[(i - 1) % WISP_PROJ_COUNT];
 }
 
 void wisp_packed_weights_make(wisp_model *m, const wisp_exec *e, wisp_arena *a,
                               void (*done)(void *user, const void *data, size_t bytes), void *user) {
-    if (!packs_any(m, &e->k)) return; /* the vectors stay in place too */
+    const int n_weights = 1 + m->hp.n_layers * WISP_PROJ_COUNT;
+    bool any = false;
+    for (int i = 0; i < n_weights && !any; i++) {
+        const wisp_weight *w = product_weight(m, i);
+        any = packed_size(&e->k, w->type, w->rows, w->cols) > 0;
+    }
+    if (!any) return; /* the vectors stay in place too */
     /* the vectors first: read after `done` has let the pages around them go,
      * they would bring those pages back */
     const wisp_hparams *hp = &m->hp;
@@ -111,8 +109,5 @@ void wisp_packed_weights_make(wisp_model *m, const wisp_exec *e, wisp_arena *a,
         copy_vector(&L->bias_k, kv_dim, a);
         copy_vector(&L->bias_v, kv_dim, a);
     }
-    const pack_done d = {done, user};
-    pack_weight(&m->output, e, a, &d);
-    for (int l = 0; l < hp->n_layers; l++)
-        for (int p = 0; p < WISP_PROJ_COUNT; p++) pack_weight(&m->layers[l].proj[p], e, a, &d);
+    for (int i = 0; i < n_weights; i++) pack_weight(product_weight(m, i), e, a, done, user);
 }
