@@ -17,6 +17,12 @@
 
 #include "abi.h"
 #include "simd.h"
+#ifdef __EMSCRIPTEN_PTHREADS__
+/* The threaded build runs core's jobs on the native CLI's pool (pthreads are
+ * Web Workers / worker threads here): the same claim-by-piece scheme, so
+ * results are those of one thread, bit for bit. */
+#include "cli/thread_pool.h"
+#endif
 
 /* Errors of calls that have no model yet (open, plan from a header). */
 static wisp_error open_error;
@@ -216,6 +222,9 @@ API ww_model *ww_open_header(const uint8_t *prefix, size_t n, size_t file_size) 
 
 API void ww_close(ww_model *m) {
     if (!m) return;
+#ifdef __EMSCRIPTEN_PTHREADS__
+    cli_pool_destroy(m->pool);
+#endif
     free(m->arena);
     free(m->cached);
     free(m->ids);
@@ -225,11 +234,31 @@ API void ww_close(ww_model *m) {
 }
 
 /* A configuration as JS passes it: int32 fields in this order. */
-enum { CF_N_CTX, CF_N_BATCH, CF_KV_F32, CF_MAX_TEXT, CF_MAX_ADAPTERS, CF_MAX_LORA_RANK, CF_COUNT };
+enum { CF_N_CTX, CF_N_BATCH, CF_KV_F32, CF_MAX_TEXT, CF_MAX_ADAPTERS, CF_MAX_LORA_RANK, CF_THREADS, CF_COUNT };
 
 API int32_t ww_config_field_count(void) { return CF_COUNT; }
 
-static void config_from(wisp_config *c, const int32_t *f, const wisp_kernels *k) {
+/* 1 when this build runs threads (JS picks the build; this confirms it). */
+API int32_t ww_threaded(void) {
+#ifdef __EMSCRIPTEN_PTHREADS__
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static void run_in_turn(void *pool, wisp_job_fn fn, void *arg, int nth) {
+    (void)pool;
+    for (int i = 0; i < nth; i++) fn(arg, i, nth);
+}
+
+wisp_threads ww_threads(const ww_model *m, int32_t n) {
+    if (m->pool) return m->threads;
+    wisp_threads t = {n > 1 ? run_in_turn : NULL, NULL, n > 1 ? n : 1};
+    return t;
+}
+
+static void config_from(wisp_config *c, const int32_t *f, const wisp_kernels *k, wisp_threads threads) {
     *c = wisp_config_default();
     c->n_ctx = f[CF_N_CTX];
     c->n_batch = f[CF_N_BATCH];
@@ -238,6 +267,7 @@ static void config_from(wisp_config *c, const int32_t *f, const wisp_kernels *k)
     c->max_adapters = f[CF_MAX_ADAPTERS];
     c->max_lora_rank = f[CF_MAX_LORA_RANK];
     c->kernels = k;
+    c->threads = threads;
 }
 
 /* The figures a plan hands to JS, as one array of doubles whose names
@@ -305,7 +335,7 @@ API int32_t ww_plan(ww_model *m, const int32_t *cfg, const char *kernels, double
     const wisp_kernels *k = kernels || !m->kernels ? ww_pick_kernels(kernels, &m->err) : m->kernels;
     if (!k) return -1;
     wisp_config c;
-    config_from(&c, cfg, k);
+    config_from(&c, cfg, k, ww_threads(m, cfg[CF_THREADS]));
     wisp_memory_plan p;
     if (wisp_plan(&m->gguf, &c, &p, &m->err)) return -1;
     ww_plan_out(m, &p, out);
@@ -330,8 +360,23 @@ API int32_t ww_init(ww_model *m, const int32_t *cfg, const char *kernels) {
     if (!m->bytes) return wisp_fail(&m->err, WISP_ERR_ARG, "this model record holds only a header (plan only)"), -1;
     if (m->ctx) return wisp_fail(&m->err, WISP_ERR_ARG, "the model is already initialised"), -1;
     if (!(m->kernels = ww_pick_kernels(kernels, &m->err))) return -1;
+    if (cfg[CF_THREADS] > 1 && !m->pool) {
+#ifdef __EMSCRIPTEN_PTHREADS__
+        if (!(m->pool = cli_pool_create(cfg[CF_THREADS])) || cli_pool_size(m->pool) != cfg[CF_THREADS]) {
+            wisp_fail(&m->err, WISP_ERR_CAPACITY, "could not start %d threads (%d started)", cfg[CF_THREADS],
+                      cli_pool_size(m->pool));
+            cli_pool_destroy(m->pool);
+            m->pool = NULL;
+            return -1;
+        }
+        m->threads = cli_pool_threads(m->pool);
+#else
+        return wisp_fail(&m->err, WISP_ERR_UNSUPPORTED, "this engine build has no threads (%d asked for)", cfg[CF_THREADS]),
+               -1;
+#endif
+    }
     wisp_config c;
-    config_from(&c, cfg, m->kernels);
+    config_from(&c, cfg, m->kernels, ww_threads(m, 1));
     if (wisp_plan(&m->gguf, &c, &m->plan, &m->err)) return -1;
     size_t n = (size_t)m->plan.cfg.n_ctx;
     m->io_cap = (size_t)m->plan.cfg.max_text_bytes + 1 > 4096 ? (size_t)m->plan.cfg.max_text_bytes + 1 : 4096;
@@ -367,6 +412,7 @@ API const char *ww_kernels_name(ww_model *m) { return m->ctx ? wisp_ctx_kernels_
 API char *ww_io(ww_model *m) { return m->io; }
 API uint32_t ww_io_cap(ww_model *m) { return (uint32_t)m->io_cap; }
 API int32_t *ww_ids(ww_model *m) { return m->ids; }
+API int32_t ww_n_threads(ww_model *m) { return m->pool ? m->threads.n_threads : 1; }
 API int32_t ww_n_ctx(ww_model *m) { return m->ctx ? wisp_ctx_config(m->ctx)->n_ctx : 0; }
 API int32_t ww_n_cached(ww_model *m) { return m->n_cached; }
 API int32_t ww_bos(ww_model *m) { return wisp_tokenizer_bos(wisp_ctx_tokenizer(m->ctx)); }

@@ -37,6 +37,8 @@ export class Adapter {
     const out = new Uint8Array(n);
     let off = 0;
     e.mod.wispSinkWrite = (ptr, len) => {
+      ptr >>>= 0; // addresses past 2 GiB arrive negative
+      len >>>= 0;
       if (off + len > n) return false;
       out.set(e.u8.subarray(ptr, ptr + len), off);
       off += len;
@@ -68,7 +70,7 @@ export class Adapter {
     const e = this.#model._engine;
     const p = e.mod._ww_adapter_peft_config(this.#ptr);
     const n = e.mod._ww_adapter_peft_config_len(this.#ptr);
-    const config = new TextDecoder().decode(e.u8.subarray(p, p + n));
+    const config = e.text(p, p + n);
     const safetensors = this.#write((countOnly) => e.mod._ww_adapter_write_safetensors(this.#model._ptr, this.#ptr, countOnly));
     return { config, safetensors };
   }

@@ -51,7 +51,7 @@ const ops = {
       ctx.progress(p);
     };
     model = await Model.load(source, { ...options, signal: ctx.signal, onProgress });
-    return { info: model.info, memoryPlan: model.memoryPlan };
+    return { info: model.info, memoryPlan: model.memoryPlan, threads: model.threads, whyNotThreaded: model.whyNotThreaded };
   },
   plan: ({ options }) => needModel().plan(options),
   tokenize: ({ text, options }) => needModel().tokenize(text, options),
