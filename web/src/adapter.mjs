@@ -36,7 +36,7 @@ export class Adapter {
     if (n < 0) throw e.error(this.#model._ptr);
     const out = new Uint8Array(n);
     let off = 0;
-    e.mod.wispSinkWrite = (ptr, len) => {
+    e.module.wispSinkWrite = (ptr, len) => {
       ptr >>>= 0; // addresses past 2 GiB arrive negative
       len >>>= 0;
       if (off + len > n) return false;
@@ -47,7 +47,7 @@ export class Adapter {
     try {
       if (fn(0) < 0) throw e.error(this.#model._ptr);
     } finally {
-      e.mod.wispSinkWrite = null;
+      e.module.wispSinkWrite = null;
     }
     if (off !== n) throw new WispError('internal', `the writer announced ${n} bytes but wrote ${off}`);
     return out;

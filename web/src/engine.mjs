@@ -122,12 +122,16 @@ export class Engine {
   #u8 = null;
 
   constructor(mod, threads = 1) {
+    // The wrappers live on an object of their own: Emscripten replaces its
+    // exports on the module at their first call, which would drop them.
+    const abi = Object.create(mod);
     for (const name of UNSIGNED_RESULTS) {
       const f = mod[`_${name}`];
-      mod[`_${name}`] = (...args) => f(...args) >>> 0;
+      abi[`_${name}`] = (...args) => f(...args) >>> 0;
     }
-    this.mod = mod;
-    this.abi = mod;
+    this.module = mod; // properties the C side reads (Module.wispSinkWrite) are set here
+    this.mod = abi;
+    this.abi = abi;
     this.threaded = threads > 1;
     this.configFields = mod._ww_config_field_count();
     this.planNames = [];
@@ -145,8 +149,8 @@ export class Engine {
   // The threaded build's memory is shared: its views are made here, anew
   // when it has grown (the module's own may lag behind a growth).
   get u8() {
-    const memory = this.mod.wasmMemory;
-    if (!memory) return this.mod.HEAPU8;
+    const memory = this.module.wasmMemory;
+    if (!memory) return this.module.HEAPU8;
     if (this.#u8?.byteLength !== memory.buffer.byteLength) this.#u8 = new Uint8Array(memory.buffer);
     return this.#u8;
   }
@@ -162,7 +166,7 @@ export class Engine {
 
   // Stop the instance's workers (threaded build); its memory goes with it.
   close() {
-    this.mod.PThread?.terminateAllThreads();
+    this.module.PThread?.terminateAllThreads();
   }
 
   alloc(n) {
