@@ -353,6 +353,14 @@ API int32_t ww_meta_str(ww_model *m, const char *key, char *buf, size_t cap) {
     return (int32_t)s.len;
 }
 
+/* An integer GGUF metadata key (the first element of an array), or -1 when
+ * absent or not a number. */
+API double ww_meta_int(ww_model *m, const char *key) {
+    wisp_gguf_kv kv;
+    int64_t v;
+    return wisp_gguf_find_kv(&m->gguf, key, &kv) && wisp_gguf_kv_int(&kv, 0, &v) ? (double)v : -1;
+}
+
 /* Allocate the planned arena and the exchange buffers, then initialise.
  * `kernels` names a kernel table ("scalar", "wasm-simd128"; NULL or "auto":
  * the best). This is where wasm memory grows; nothing allocates after it. */

@@ -90,7 +90,9 @@ export class Model {
       let kernels = 0;
       if (options.kernels !== undefined) kernels = engine.scratchString(String(options.kernels), 512);
       if (engine.mod._ww_init(ptr, engine.config(cfg), kernels) !== 0) throw engine.error(ptr);
-      return new Model(engine, ptr, src.name, cfg.whyNotThreaded);
+      const model = new Model(engine, ptr, src.name, cfg.whyNotThreaded);
+      model.info.cache = src.cache;
+      return model;
     } catch (e) {
       if (ptr) engine.mod._ww_close(ptr);
       engine?.close();

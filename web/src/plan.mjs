@@ -5,18 +5,27 @@
 import { WASM32_LIMIT, newEngine } from './engine.mjs';
 import { WispError } from './errors.mjs';
 import { engineConfig, planFinetune } from './model.mjs';
-import { openPrefixReader, sourceName } from './source.mjs';
+import { cachedResponse } from './cache.mjs';
+import { openPrefixReader, responseSource, sourceName } from './source.mjs';
 import { checkOptions } from './util.mjs';
 
 let planner = null; // one small shared engine instance
 
 export const PLAN_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'kernels', 'signal',
-  'finetune', 'threads'];
+  'finetune', 'threads', 'cache'];
 
 export async function planSource(source, options = {}) {
   checkOptions('plan', options, PLAN_OPTIONS);
   const cfg = engineConfig(options);
-  const reader = await openPrefixReader(source, options);
+  // a model in the browser's cache is planned from there, without the network
+  const hit = options.cache === false ? null : await cachedResponse(source);
+  let reader;
+  if (hit) {
+    const src = responseSource(hit, sourceName(source), 'cache', options.signal);
+    reader = { size: src.size, read: src.prefix.read, close: src.close };
+  } else {
+    reader = await openPrefixReader(source, options);
+  }
   try {
     return await planPrefix(reader, reader.size, cfg, sourceName(source), options);
   } finally {
@@ -51,6 +60,13 @@ function planHeader(e, p, n, fileSize, cfg, name, { finetune, kernels }) {
   const model = e.mod._ww_open_header(p, n, size);
   if (!model) throw e.error(0);
   try {
+    // llama.cpp's split GGUFs (-00001-of-0000N.gguf) carry split.count: core
+    // reads single files, so a shard is refused here, named, before loading
+    const shards = e.mod._ww_meta_int(model, e.scratchString('split.count'));
+    if (shards > 1) {
+      throw new WispError('unsupported', `${name} is one of ${shards} shards of a split GGUF (split.count = ${shards}): ` +
+        "wisp reads a model from one file; merge the shards first (llama.cpp's llama-gguf-split --merge)");
+    }
     // the kernel level as loadModel would choose it: attention's scratch depends on it
     const k = kernels === undefined ? 0 : e.scratchString(String(kernels), 512);
     if (e.mod._ww_plan(model, e.config(cfg), k, e.scratch) !== 0) throw e.error(model);

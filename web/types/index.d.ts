@@ -52,6 +52,8 @@ export interface LoadOptions extends EngineOptions {
   signal?: AbortSignal;
   /** run the model in a Web Worker (browsers) or a worker thread (Node) */
   worker?: boolean;
+  /** keep a model fetched by URL in the browser's Cache API and load it from there next time; default true */
+  cache?: boolean;
 }
 
 export interface WorkerLoadOptions extends Omit<LoadOptions, 'worker'> {
@@ -114,6 +116,10 @@ export interface PlanOptions extends EngineOptions {
   signal?: AbortSignal;
   /** also plan a fine-tuning session of this shape (plan.finetune; wasmBytes includes it) */
   finetune?: FinetuneShape;
+  /** plan for this many threads (default: what loadModel would choose) */
+  threads?: number;
+  /** false: do not read a cached copy of a URL's model; default true */
+  cache?: boolean;
 }
 
 export interface GenerateOptions {
@@ -266,6 +272,15 @@ export interface ModelInfo {
   /** the engine build: 'threaded' (wasm threads) or 'single' */
   build: 'threaded' | 'single';
   source: string;
+  /** for a URL: 'hit' (read from the cache), 'stored' (downloaded and kept), or why it was not cached */
+  cache?: string;
+}
+
+/** A model kept in the browser's cache. */
+export interface CachedModel {
+  url: string;
+  /** undefined when the server did not say */
+  bytes: number | undefined;
 }
 
 export interface TokenizeOptions {
@@ -360,6 +375,10 @@ export declare function createWorkerModel(source: ModelSource, options?: WorkerL
 export declare function plan(source: ModelSource, options?: PlanOptions): Promise<MemoryPlan>;
 export declare function loadAdapter(model: Model, source: AdapterSource, options?: AdapterLoadOptions): Promise<Adapter>;
 export declare function loadAdapter(model: WorkerModel, source: AdapterSource, options?: AdapterLoadOptions): Promise<WorkerAdapter>;
+/** Models kept in the browser's cache (empty where there is no Cache API, as in Node). */
+export declare function cachedModels(): Promise<CachedModel[]>;
+/** Forget one cached model (by URL), or all of them; true if anything was removed. */
+export declare function clearCache(url?: string | URL): Promise<boolean>;
 /** Where the .wasm files are, when a bundler moved them (threadedWasmUrl: dist/wisp-engine-mt.wasm). */
 export declare function configureEngine(options: {
   wasmUrl?: string | URL; threadedWasmUrl?: string | URL; wasmBinary?: ArrayBuffer | Uint8Array; wasmModule?: WebAssembly.Module;

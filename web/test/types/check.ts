@@ -1,7 +1,8 @@
 // Compiled (never run) by test_types.mjs: every public call with its types,
 // and misuses the .d.ts must reject.
 import {
-  loadModel, createWorkerModel, plan, loadAdapter, configureEngine, version, WispError,
+  loadModel, createWorkerModel, plan, loadAdapter, configureEngine, version, WispError, cachedModels, clearCache,
+  type CachedModel,
   type Model, type WorkerModel, type Adapter, type WorkerAdapter, type MemoryPlan, type GenerationStats,
   type FinetuneProgress, type PeftFiles,
 } from 'wisp';
@@ -16,6 +17,12 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const fits: boolean | undefined = p.builds?.find((b) => b.name === 'wasm32')?.fits;
   const build: 'threaded' | 'single' = m.info.build;
   console.log(threads, why, fits, build, p.build);
+  const cached: CachedModel[] = await cachedModels();
+  const removed: boolean = await clearCache(cached[0]?.url);
+  const hit: string | undefined = (await loadModel('/m.gguf', { cache: false })).info.cache;
+  console.log(removed, hit, await clearCache());
+  // @ts-expect-error cache is a boolean
+  await loadModel(bytes, { cache: 'yes' });
   const text: string = await m.complete('Once', { maxTokens: 8, temperature: 0, topK: 40, topP: 0.9, minP: 0.05, repeatPenalty: 1.1, seed: 1 });
   const ac = new AbortController();
   for await (const piece of m.generate('Once', { signal: ac.signal, stop: ['\n'], seed: 5n })) console.log(piece.toUpperCase());
