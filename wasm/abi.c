@@ -17,12 +17,6 @@
 
 #include "abi.h"
 #include "simd.h"
-#ifdef __EMSCRIPTEN_PTHREADS__
-/* The threaded build runs core's jobs on the native CLI's pool (pthreads are
- * Web Workers / worker threads here): the same claim-by-piece scheme, so
- * results are those of one thread, bit for bit. */
-#include "cli/thread_pool.h"
-#endif
 
 /* Errors of calls that have no model yet (open, plan from a header). */
 static wisp_error open_error;
@@ -222,9 +216,7 @@ API ww_model *ww_open_header(const uint8_t *prefix, size_t n, size_t file_size) 
 
 API void ww_close(ww_model *m) {
     if (!m) return;
-#ifdef __EMSCRIPTEN_PTHREADS__
-    cli_pool_destroy(m->pool);
-#endif
+    ww_threads_stop(m);
     free(m->arena);
     free(m->cached);
     free(m->ids);
@@ -237,26 +229,6 @@ API void ww_close(ww_model *m) {
 enum { CF_N_CTX, CF_N_BATCH, CF_KV_F32, CF_MAX_TEXT, CF_MAX_ADAPTERS, CF_MAX_LORA_RANK, CF_THREADS, CF_COUNT };
 
 API int32_t ww_config_field_count(void) { return CF_COUNT; }
-
-/* 1 when this build runs threads (JS picks the build; this confirms it). */
-API int32_t ww_threaded(void) {
-#ifdef __EMSCRIPTEN_PTHREADS__
-    return 1;
-#else
-    return 0;
-#endif
-}
-
-static void run_in_turn(void *pool, wisp_job_fn fn, void *arg, int nth) {
-    (void)pool;
-    for (int i = 0; i < nth; i++) fn(arg, i, nth);
-}
-
-wisp_threads ww_threads(const ww_model *m, int32_t n) {
-    if (m->pool) return m->threads;
-    wisp_threads t = {n > 1 ? run_in_turn : NULL, NULL, n > 1 ? n : 1};
-    return t;
-}
 
 static void config_from(wisp_config *c, const int32_t *f, const wisp_kernels *k, wisp_threads threads) {
     *c = wisp_config_default();
@@ -368,21 +340,7 @@ API int32_t ww_init(ww_model *m, const int32_t *cfg, const char *kernels) {
     if (!m->bytes) return wisp_fail(&m->err, WISP_ERR_ARG, "this model record holds only a header (plan only)"), -1;
     if (m->ctx) return wisp_fail(&m->err, WISP_ERR_ARG, "the model is already initialised"), -1;
     if (!(m->kernels = ww_pick_kernels(kernels, &m->err))) return -1;
-    if (cfg[CF_THREADS] > 1 && !m->pool) {
-#ifdef __EMSCRIPTEN_PTHREADS__
-        if (!(m->pool = cli_pool_create(cfg[CF_THREADS])) || cli_pool_size(m->pool) != cfg[CF_THREADS]) {
-            wisp_fail(&m->err, WISP_ERR_CAPACITY, "could not start %d threads (%d started)", cfg[CF_THREADS],
-                      cli_pool_size(m->pool));
-            cli_pool_destroy(m->pool);
-            m->pool = NULL;
-            return -1;
-        }
-        m->threads = cli_pool_threads(m->pool);
-#else
-        return wisp_fail(&m->err, WISP_ERR_UNSUPPORTED, "this engine build has no threads (%d asked for)", cfg[CF_THREADS]),
-               -1;
-#endif
-    }
+    if (ww_threads_start(m, cfg[CF_THREADS])) return -1;
     wisp_config c;
     config_from(&c, cfg, m->kernels, ww_threads(m, 1));
     if (wisp_plan(&m->gguf, &c, &m->plan, &m->err)) return -1;
@@ -420,7 +378,6 @@ API const char *ww_kernels_name(ww_model *m) { return m->ctx ? wisp_ctx_kernels_
 API char *ww_io(ww_model *m) { return m->io; }
 API uint32_t ww_io_cap(ww_model *m) { return (uint32_t)m->io_cap; }
 API int32_t *ww_ids(ww_model *m) { return m->ids; }
-API int32_t ww_n_threads(ww_model *m) { return m->pool ? m->threads.n_threads : 1; }
 API int32_t ww_n_ctx(ww_model *m) { return m->ctx ? wisp_ctx_config(m->ctx)->n_ctx : 0; }
 API int32_t ww_n_cached(ww_model *m) { return m->n_cached; }
 API int32_t ww_bos(ww_model *m) { return wisp_tokenizer_bos(wisp_ctx_tokenizer(m->ctx)); }

@@ -221,7 +221,8 @@ export class Model {
     const e = this.#engine;
     const m = e.mod;
     const stats = { promptTokens: 0, evaluatedPromptTokens: 0, prefillMs: 0, ttftMs: 0, generatedTokens: 0, decodeMs: 0,
-      tokensPerSecond: 0, prefillTokensPerSecond: 0, stopReason: 'length' };
+      tokensPerSecond: 0, prefillTokensPerSecond: 0, stopReason: 'length', workerPieces: 0 };
+    const piecesBefore = m._ww_worker_pieces(this.#ptr);
     this.lastStats = stats;
     this.#busy = true;
     try {
@@ -272,6 +273,7 @@ export class Model {
       const t2 = now();
       stats.decodeMs = tFirst ? t2 - tFirst : 0;
       stats.tokensPerSecond = stats.generatedTokens > 1 ? (stats.generatedTokens - 1) / Math.max(stats.decodeMs, 1e-3) * 1000 : 0;
+      stats.workerPieces = m._ww_worker_pieces(this.#ptr) - piecesBefore;
     } finally {
       this.#busy = false;
       release();

@@ -76,6 +76,7 @@ async function inChromium(isolate) {
           const ids = [];
           await m.complete(p, { ...o, onToken: (id) => ids.push(id) });
           r[k] = ids.join(',');
+          r[`${k}Pieces`] = m.lastStats.workerPieces;
         }
         await m.dispose();
         out[worker ? 'worker' : 'main'] = r;
@@ -110,6 +111,8 @@ try {
     checkEqual(b.threads, 1, `not isolated, ${where}: one thread`);
     checkEqual(b.build, 'single', `not isolated, ${where}: the single-thread build ran`);
     check(/Cross-Origin-Embedder-Policy/.test(b.why ?? ''), `not isolated, ${where}: the reason names the headers`);
+    check(a.greedyPieces > 0 && a.seededPieces > 0, `isolated, ${where}: the other thread ran pieces of the work (${a.greedyPieces}, ${a.seededPieces})`);
+    check(b.greedyPieces === 0, `not isolated, ${where}: no other thread ran any`);
     for (const k of Object.keys(gens)) {
       checkEqual(a[k], ref[k], `isolated (2 threads), ${where}, ${k}: tokens equal Node's one thread`);
       checkEqual(b[k], ref[k], `not isolated (1 thread), ${where}, ${k}: tokens equal Node's one thread`);

@@ -39,6 +39,7 @@ try {
   checkEqual(one.info.build, 'single', 'threads: 1 runs the single-thread build');
   checkEqual(one.whyNotThreaded, 'threads: 1 was asked for', 'the reason for one thread');
   const ref = await run(one);
+  checkEqual(one.lastStats.workerPieces, 0, 'one thread: no worker pieces');
   check(ref.greedy.split(',').length === 24 && ref.seeded.split(',').length === 24, 'one thread generated 24 tokens twice');
   check(ref.greedy !== ref.seeded, 'seeded sampling differs from greedy (the comparison can fail)');
   const ftOpts = { rank: 4, ctx: 32, batch: 2, steps: 3, lr: 0.01 };
@@ -55,6 +56,7 @@ try {
     checkEqual(m.whyNotThreaded, null, 'no reason given when threaded');
     checkEqual(m.memoryPlan.total, planned.total, `the header plan for ${threads} threads is the plan init used`);
     const got = await run(m);
+    check(m.lastStats.workerPieces > 0, `${threads} threads: the pool's workers ran pieces of the work (${m.lastStats.workerPieces})`);
     checkEqual(got.greedy, ref.greedy, `${threads} threads: greedy tokens equal one thread's`);
     checkEqual(got.seeded, ref.seeded, `${threads} threads: seeded tokens equal one thread's`);
     const mem = m.memoryBytes;
@@ -81,6 +83,7 @@ try {
   checkEqual(w.threads, 2, 'worker model: 2 threads');
   checkEqual(w.whyNotThreaded, null, 'worker model: threaded');
   const wGot = await run(w);
+  check(w.lastStats.workerPieces > 0, `worker model: the pool's workers ran pieces (${w.lastStats.workerPieces})`);
   checkEqual(wGot.greedy, ref.greedy, 'worker model, 2 threads: greedy tokens equal one thread\'s');
   checkEqual(wGot.seeded, ref.seeded, 'worker model, 2 threads: seeded tokens equal one thread\'s');
   await w.dispose();

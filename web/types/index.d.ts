@@ -166,6 +166,8 @@ export interface GenerationStats {
   /** decode speed, after the first token */
   tokensPerSecond: number;
   stopReason: 'length' | 'eos' | 'stop' | 'abort' | 'context';
+  /** pieces of work (row ranges of products, attention heads) the other threads ran; 0 on one thread */
+  workerPieces: number;
 }
 
 /** A prompt/completion record, or an Alpaca-style instruction record: only the response is scored. */
