@@ -77,10 +77,30 @@ async function compileFrom(url) {
   return WebAssembly.compile(await res.arrayBuffer());
 }
 
+// The threaded build's worker script must be there before workers are made
+// from it: a missing one is thrown at the process by Node, and at the
+// event loop (not at a promise) by browsers. Checked once.
+let workerScript = null;
+function checkWorkerScript() {
+  workerScript ??= (async () => {
+    const script = new URL('../dist/wisp-engine-mt.worker.js', import.meta.url);
+    if (isNode) {
+      const { access } = await import('node:fs/promises');
+      await access(script).catch(() => { throw new WispError('io', `the threaded build's worker script ${script.pathname} is missing`); });
+      return;
+    }
+    const res = await fetch(script, { method: 'HEAD', credentials: 'same-origin' }).catch((e) => ({ ok: false, status: e.message }));
+    if (!res.ok) throw new WispError('io', `the threaded build's worker script ${script.href} could not be fetched (${res.status})`);
+  })();
+  return workerScript;
+}
+
 // A fresh instance of the engine with its own memory: the threaded build
 // with `threads - 1` workers next to the calling thread when threads > 1.
+// Rejects when the instance (or one of its workers) cannot start.
 export async function newEngine({ threads = 1 } = {}) {
   const build = threads > 1 ? builds.threaded : builds.single;
+  if (threads > 1) await checkWorkerScript();
   build.compiled ??= compileFrom(build.wasm);
   const [module, create] = await Promise.all([build.compiled, build.factory()]);
   let failed;
@@ -94,7 +114,11 @@ export async function newEngine({ threads = 1 } = {}) {
       // the pthread workers are started before the instance is ready
       wispWorkers: threads - 1,
       print: () => {},
-      printErr: () => {},
+      // Emscripten reports a worker that failed to load here (and nowhere a
+      // promise would see it)
+      printErr: (text) => {
+        if (/worker sent an error/.test(text)) failed(new WispError('io', `a worker of the threaded build failed: ${text.trim()}`));
+      },
     }),
     failure,
   ]);
@@ -107,8 +131,6 @@ export async function newEngine({ threads = 1 } = {}) {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-// Thin typed access to one instance. Heap views are re-read on every use:
-// growing memory replaces the buffer.
 // C functions that return a pointer or a uint32: wasm hands them to JS as
 // int32, so addresses past 2 GiB (wasm32 reaches 4 GiB) would come out
 // negative; these are read back unsigned (>>> 0). web/test checks this list

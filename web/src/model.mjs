@@ -83,7 +83,14 @@ export class Model {
       // before its bytes are copied (or downloaded).
       const plan = await planPrefix(src.prefix, src.size, cfg, src.name, options);
       checkFits(plan, src.name);
-      engine = await newEngine({ threads: cfg.threads });
+      engine = await newEngine({ threads: cfg.threads }).catch(async (e) => {
+        if (cfg.threads === 1) throw e;
+        // the threaded build did not start (a worker script that was not
+        // served, say): one thread it is, and the model says why
+        cfg.threads = 1;
+        cfg.whyNotThreaded = `the threaded build did not start: ${e.message}`;
+        return newEngine({ threads: 1 });
+      });
       const { ptr: bytes, size } = await src.into(engine, { onProgress: options.onProgress });
       ptr = engine.mod._ww_open(bytes, size);
       if (!ptr) throw engine.error(0);

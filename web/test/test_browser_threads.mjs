@@ -7,7 +7,7 @@
 // written to WORK and deleted after), wide enough that every matrix product
 // is split over the threads.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { WEB_OUT, WISP, WORK, check, checkEqual, dep, done, fail, shared, skip, wispPackage } from './lib.mjs';
@@ -41,8 +41,8 @@ const ref = {};
 }
 check(ref.greedy !== ref.seeded, 'the reference greedy and seeded tokens differ');
 
-async function inChromium(isolate) {
-  const server = await serve({ root: WEB_OUT, mounts: { '/models/': modelDir, '/shared-models/': path.dirname(stories) }, port: 0, isolate });
+async function inChromium(isolate, root = WEB_OUT) {
+  const server = await serve({ root, mounts: { '/models/': modelDir, '/shared-models/': path.dirname(stories) }, port: 0, isolate });
   const base = `http://127.0.0.1:${server.address().port}`;
   const profile = mkdtempSync(path.join(WORK, 'chromium-profile-'));
   const errors = [];
@@ -57,6 +57,17 @@ async function inChromium(isolate) {
     page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
     await page.goto(`${base}/demo/`);
     await page.waitForFunction('document.body.dataset.state === "empty"');
+    if (root !== WEB_OUT) {
+      // only the package's API, with threads asked for
+      const fb = await page.evaluate(async (url) => {
+        const w = await import('/src/index.mjs');
+        const m = await w.loadModel(url, { ctx: 128, threads: 2 });
+        const r = { threads: m.threads, why: m.whyNotThreaded, text: await m.complete('Once upon a time', { temperature: 0, maxTokens: 16 }) };
+        await m.dispose();
+        return r;
+      }, '/shared-models/stories260K.gguf');
+      return { fb, errors };
+    }
     // The demo's own load (a worker model, default threads).
     await page.fill('#model-url', '/shared-models/stories260K.gguf');
     await page.click('#model-url-load');
@@ -119,6 +130,20 @@ try {
     }
   }
   check(iso.errors.length === 0 && plain.errors.length === 0, `no page errors (${[...iso.errors, ...plain.errors].join(' | ')})`);
+
+  // A site that does not serve the threaded build's worker script: one
+  // thread, and the reason names the script.
+  const broken = mkdtempSync(path.join(WORK, 'package-without-thread-worker-'));
+  cpSync(WEB_OUT, broken, { recursive: true });
+  rmSync(path.join(broken, 'dist', 'wisp-engine-mt.worker.js'));
+  try {
+    const { fb } = await inChromium(true, broken);
+    checkEqual(fb.threads, 1, 'isolated, but the worker script is not served: one thread');
+    check(/threaded build did not start.*worker script.*404/.test(fb.why ?? ''), `and the reason says so (${fb.why})`);
+    check(fb.text.length > 0, 'and it generates');
+  } finally {
+    rmSync(broken, { recursive: true, force: true });
+  }
 } catch (e) {
   fail(e.stack ?? e.message);
 } finally {

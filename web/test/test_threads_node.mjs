@@ -8,9 +8,10 @@
 // and deleted after): its 49152-row output and 1536-row FFN are split over
 // the threads, unlike stories260K's few rows.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import path from 'node:path';
-import { WISP, WORK, check, checkEqual, done, expectError, shared, wispPackage } from './lib.mjs';
+import { WEB_OUT, WISP, WORK, check, checkEqual, done, expectError, shared, wispPackage } from './lib.mjs';
 
 const vocab = shared('models/tokenizers/llamacpp-vocab/ggml-vocab-smollm2.gguf');
 const corpus = readFileSync(shared('data/tinyshakespeare.txt'), 'utf8').slice(0, 8000);
@@ -87,6 +88,20 @@ try {
   checkEqual(wGot.greedy, ref.greedy, 'worker model, 2 threads: greedy tokens equal one thread\'s');
   checkEqual(wGot.seeded, ref.seeded, 'worker model, 2 threads: seeded tokens equal one thread\'s');
   await w.dispose();
+
+  // A package whose threaded build cannot start (its worker script is
+  // missing) falls back to one thread and says why.
+  const broken = path.join(WORK, 'package-without-thread-worker');
+  rmSync(broken, { recursive: true, force: true });
+  cpSync(WEB_OUT, broken, { recursive: true });
+  rmSync(path.join(broken, 'dist', 'wisp-engine-mt.worker.js'));
+  const wispBroken = await import(pathToFileURL(path.join(broken, 'src', 'index.mjs')).href);
+  const fb = await wispBroken.loadModel(modelPath, { ...opts, threads: 2 });
+  checkEqual(fb.threads, 1, 'without its worker script the threaded build falls back to one thread');
+  check(/threaded build did not start.*worker script.*missing/.test(fb.whyNotThreaded ?? ''), `and says why (${fb.whyNotThreaded})`);
+  checkEqual((await run(fb)).greedy, ref.greedy, 'the fallback gives the same tokens');
+  fb.dispose();
+  rmSync(broken, { recursive: true, force: true });
 
   await expectError(() => wisp.loadModel(modelPath, { threads: 0 }), 'arg', 'threads: 0 is refused');
   await expectError(() => wisp.loadModel(modelPath, { threads: 1.5 }), 'arg', 'fractional threads are refused');
