@@ -42,22 +42,27 @@ try {
   checkEqual(plan.builds.find((b) => b.name === 'wasm32')?.limitBytes, 4 * GiB, 'plan: wasm32 addresses 4 GiB');
   checkEqual(plan.builds.find((b) => b.name === 'wasm64')?.available, false, 'plan: there is no wasm64 build, and it says so');
 
-  const model = await wisp.loadModel(modelPath, opts);
-  checkEqual(model.memoryPlan.total, plan.total, 'the header plan is the plan init used');
-  check(model.memoryBytes > 2 * GiB && model.memoryBytes <= 4 * GiB, `wasm memory is past 2 GiB (${model.memoryBytes})`);
-  const e = model._engine;
-  const io = e.mod._ww_io(model._ptr);
-  check(io > 2 ** 31, `the I/O buffer lies above 2 GiB (${io}) and is read as an unsigned address`);
-  const text = 'Once upon a time, in a land far away';
-  checkEqual(model.detokenize(model.tokenize(text)), text, 'text round-trips through buffers above 2 GiB');
+  // Both builds: the threaded one (2 threads) and the single-thread one.
   const prompt = 'Once upon a time';
   const n = 3;
-  const got = await model.complete(prompt, { temperature: 0, maxTokens: n });
-  checkEqual(model.lastStats.generatedTokens, n, `generated ${n} tokens`);
   const native = execFileSync(WISP, ['run', '-m', modelPath, '-p', prompt, '-n', String(n), '--temp', '0', '--no-echo', '-q', '--ctx', '256'],
     { encoding: 'utf8' }).replace(/\n$/, '');
-  checkEqual(got, native, 'greedy text equals the native CLI\'s');
-  model.dispose();
+  for (const threads of [2, 1]) {
+    const model = await wisp.loadModel(modelPath, { ...opts, threads });
+    const build = `${model.info.build} build`;
+    checkEqual(model.threads, threads, `${build}: ${threads} thread(s)`);
+    checkEqual(model.memoryPlan.total, (await wisp.plan(modelPath, { ...opts, threads })).total, `${build}: the header plan is the plan init used`);
+    check(model.memoryBytes > 2 * GiB && model.memoryBytes <= 4 * GiB, `${build}: wasm memory is past 2 GiB (${model.memoryBytes})`);
+    const e = model._engine;
+    const io = e.mod._ww_io(model._ptr);
+    check(io > 2 ** 31, `${build}: the I/O buffer lies above 2 GiB (${io}) and is read as an unsigned address`);
+    const text = 'Once upon a time, in a land far away';
+    checkEqual(model.detokenize(model.tokenize(text)), text, `${build}: text round-trips through buffers above 2 GiB`);
+    const got = await model.complete(prompt, { temperature: 0, maxTokens: n });
+    checkEqual(model.lastStats.generatedTokens, n, `${build}: generated ${n} tokens`);
+    checkEqual(got, native, `${build}: greedy text equals the native CLI's`);
+    model.dispose();
+  }
 
   // Too large: the settings (a 65536-token F32 KV cache) and then the file.
   const server = await serve({ root: WEB_OUT, models: WORK, port: 0 });
