@@ -15,8 +15,8 @@ export const MAX_DEFAULT_THREADS = 8;
 
 // The cores the platform reports (navigator.hardwareConcurrency; in Node the
 // available parallelism).
-const reportedCores = isNode ? (await import('node:os')).availableParallelism?.() ?? (await import('node:os')).cpus().length
-  : globalThis.navigator?.hardwareConcurrency ?? 1;
+const os = isNode ? await import('node:os') : null;
+const reportedCores = os ? os.availableParallelism?.() ?? os.cpus().length : globalThis.navigator?.hardwareConcurrency ?? 1;
 
 // How many threads a model gets, and why not more than one when it gets one:
 // { threads, whyNotThreaded } (null when threaded). `requested` is loadModel's

@@ -100,7 +100,7 @@ export function withWasmEstimate(plan) {
   plan.builds = [
     { name: 'wasm32', limitBytes: WASM32_LIMIT, fits: plan.fitsWasm },
     { name: 'wasm64', limitBytes: undefined, fits: false, available: false,
-      why: 'not built: Memory64 needs a newer Emscripten than this toolchain (3.1.6) and browser support' },
+      why: 'not built: Emscripten 3.1.6 has only experimental Memory64 support (and Node 20 runs it only behind a flag)' },
   ];
   plan.build = plan.fitsWasm === false ? null : 'wasm32';
   return plan;
