@@ -216,6 +216,7 @@ API ww_model *ww_open_header(const uint8_t *prefix, size_t n, size_t file_size) 
 
 API void ww_close(ww_model *m) {
     if (!m) return;
+    ww_threads_stop(m);
     free(m->arena);
     free(m->cached);
     free(m->ids);
@@ -225,11 +226,11 @@ API void ww_close(ww_model *m) {
 }
 
 /* A configuration as JS passes it: int32 fields in this order. */
-enum { CF_N_CTX, CF_N_BATCH, CF_KV_F32, CF_MAX_TEXT, CF_MAX_ADAPTERS, CF_MAX_LORA_RANK, CF_COUNT };
+enum { CF_N_CTX, CF_N_BATCH, CF_KV_F32, CF_MAX_TEXT, CF_MAX_ADAPTERS, CF_MAX_LORA_RANK, CF_THREADS, CF_COUNT };
 
 API int32_t ww_config_field_count(void) { return CF_COUNT; }
 
-static void config_from(wisp_config *c, const int32_t *f, const wisp_kernels *k) {
+static void config_from(wisp_config *c, const int32_t *f, const wisp_kernels *k, wisp_threads threads) {
     *c = wisp_config_default();
     c->n_ctx = f[CF_N_CTX];
     c->n_batch = f[CF_N_BATCH];
@@ -238,6 +239,7 @@ static void config_from(wisp_config *c, const int32_t *f, const wisp_kernels *k)
     c->max_adapters = f[CF_MAX_ADAPTERS];
     c->max_lora_rank = f[CF_MAX_LORA_RANK];
     c->kernels = k;
+    c->threads = threads;
 }
 
 /* The figures a plan hands to JS, as one array of doubles whose names
@@ -305,7 +307,7 @@ API int32_t ww_plan(ww_model *m, const int32_t *cfg, const char *kernels, double
     const wisp_kernels *k = kernels || !m->kernels ? ww_pick_kernels(kernels, &m->err) : m->kernels;
     if (!k) return -1;
     wisp_config c;
-    config_from(&c, cfg, k);
+    config_from(&c, cfg, k, ww_threads(m, cfg[CF_THREADS]));
     wisp_memory_plan p;
     if (wisp_plan(&m->gguf, &c, &p, &m->err)) return -1;
     ww_plan_out(m, &p, out);
@@ -323,6 +325,14 @@ API int32_t ww_meta_str(ww_model *m, const char *key, char *buf, size_t cap) {
     return (int32_t)s.len;
 }
 
+/* An integer GGUF metadata key (the first element of an array), or -1 when
+ * absent or not a number. */
+API double ww_meta_int(ww_model *m, const char *key) {
+    wisp_gguf_kv kv;
+    int64_t v;
+    return wisp_gguf_find_kv(&m->gguf, key, &kv) && wisp_gguf_kv_int(&kv, 0, &v) ? (double)v : -1;
+}
+
 /* Allocate the planned arena and the exchange buffers, then initialise.
  * `kernels` names a kernel table ("scalar", "wasm-simd128"; NULL or "auto":
  * the best). This is where wasm memory grows; nothing allocates after it. */
@@ -330,8 +340,9 @@ API int32_t ww_init(ww_model *m, const int32_t *cfg, const char *kernels) {
     if (!m->bytes) return wisp_fail(&m->err, WISP_ERR_ARG, "this model record holds only a header (plan only)"), -1;
     if (m->ctx) return wisp_fail(&m->err, WISP_ERR_ARG, "the model is already initialised"), -1;
     if (!(m->kernels = ww_pick_kernels(kernels, &m->err))) return -1;
+    if (ww_threads_start(m, cfg[CF_THREADS])) return -1;
     wisp_config c;
-    config_from(&c, cfg, m->kernels);
+    config_from(&c, cfg, m->kernels, ww_threads(m, 1));
     if (wisp_plan(&m->gguf, &c, &m->plan, &m->err)) return -1;
     size_t n = (size_t)m->plan.cfg.n_ctx;
     m->io_cap = (size_t)m->plan.cfg.max_text_bytes + 1 > 4096 ? (size_t)m->plan.cfg.max_text_bytes + 1 : 4096;

@@ -17,6 +17,8 @@ typedef struct ww_model {
     size_t size;
     wisp_gguf gguf;
     const wisp_kernels *kernels;
+    void *pool;       /* the thread pool (threaded build, more than one thread), owned: abi_threads.c */
+    wisp_threads threads; /* what the context runs on: the pool, or serial */
     wisp_memory_plan plan;
     void *arena;
     wisp_ctx *ctx;
@@ -58,6 +60,16 @@ void ww_reset(ww_model *m);
 /* The kernel table `name` names ("scalar", "wasm-simd128"; NULL or "auto":
  * the best this build has); NULL with err filled when there is none. */
 const wisp_kernels *ww_pick_kernels(const char *name, wisp_error *err);
+
+/* The threads an n-thread configuration runs on: the model's pool once
+ * initialised; before that (planning) a serial stand-in with n shares,
+ * which plans exactly the memory of n real threads. */
+wisp_threads ww_threads(const ww_model *m, int32_t n);
+
+/* Start the model's pool of n threads (nothing for n <= 1); 0 or -1 with
+ * m->err filled (the single-thread build has none to start). */
+int32_t ww_threads_start(ww_model *m, int32_t n);
+void ww_threads_stop(ww_model *m);
 
 /* The figures of a plan as the array of doubles JS reads (ww_plan_field_name). */
 void ww_plan_out(const ww_model *m, const wisp_memory_plan *p, double *out);

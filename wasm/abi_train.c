@@ -31,7 +31,7 @@ typedef struct ww_train {
 /* Training settings as JS passes them: int32 fields in this order, then
  * float fields. */
 enum { TI_SEQ_LEN, TI_MICRO_BATCH, TI_RANK, TI_STEPS, TI_SEED_LO, TI_SEED_HI, TI_SCHEDULE, TI_WARMUP, TI_FORMAT, TI_DOCS,
-       TI_COUNT };
+       TI_THREADS, TI_COUNT };
 enum { TF_ALPHA, TF_LR, TF_CLIP, TF_COUNT };
 
 API int32_t ww_train_field_counts(void) { return TI_COUNT << 8 | TF_COUNT; }
@@ -45,6 +45,8 @@ static void train_config(ww_model *m, const int32_t *ti, const float *tf, wisp_c
     c->n_ctx = 1;
     c->n_batch = 1;
     c->max_text_bytes = 16;
+    /* the model's pool once loaded; before that, planning for TI_THREADS */
+    c->threads = ww_threads(m, ti[TI_THREADS]);
     wisp_train_config *t = &c->train;
     t->seq_len = ti[TI_SEQ_LEN];
     t->micro_batch = ti[TI_MICRO_BATCH];

@@ -21,18 +21,37 @@ WASM_OBJ   := $(WASM_SRC:%.c=$(WASM_OBJ_DIR)/%.o)
 EMCFLAGS   := $(CSTD) $(WARN) -O3 -msimd128 -I. -Icore -Iadapters -Isimd
 # One ES module for browsers, workers and Node (which hands it the .wasm
 # bytes); memory grows while a model loads (the planned arena is allocated
-# then) and stays put afterwards. No filesystem, no printf: output goes
-# through JS.
-EMLDFLAGS  := -O3 -msimd128 -sMODULARIZE=1 -sEXPORT_ES6=1 -sENVIRONMENT=web,worker \
-              -sEXPORT_NAME=createWispEngine -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=2147483648 \
+# then) and stays put afterwards, up to wasm32's 4 GiB (pointers past 2 GiB
+# reach JS as negative numbers: web/src reads them with >>> 0). No
+# filesystem, no printf: output goes through JS.
+EMLDCOMMON := -O3 -msimd128 -sMODULARIZE=1 -sEXPORT_ES6=1 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \
               -sINITIAL_MEMORY=4194304 -sTOTAL_STACK=1048576 -sFILESYSTEM=0 -sMALLOC=emmalloc \
               -sEXPORTED_FUNCTIONS=_malloc,_free -sDYNAMIC_EXECUTION=0 -sTEXTDECODER=2
+EMLDFLAGS  := $(EMLDCOMMON) -sENVIRONMENT=web,worker -sEXPORT_NAME=createWispEngine
 WEB_SRC    := $(shell find web -type f -not -path '*/node_modules/*' 2>/dev/null)
 WASM_ENGINE := $(WEB_OUT)/dist/wisp-engine.mjs
 
+# The threaded build: the same sources with wasm threads (atomics, shared
+# memory), plus the native CLI's thread pool, whose pthreads Emscripten runs
+# as Web Workers (worker threads in Node). The page must be cross-origin
+# isolated to use it; web/src/engine.mjs picks the build. The pool of
+# workers is made when an instance starts, as many as the model's threads
+# minus the caller (Module.wispWorkers), so starting the pool's pthreads
+# never has to wait for the event loop.
+WASM_MT_OBJ_DIR := $(BUILD)/wasm-mt-obj
+WASM_MT_SRC := $(WASM_SRC) cli/thread_pool.c
+WASM_MT_OBJ := $(WASM_MT_SRC:%.c=$(WASM_MT_OBJ_DIR)/%.o)
+# Node: the glue is an ES module that needs require() (node_prelude.js), its
+# pthread worker script is CommonJS (dist/package.json says so; the package
+# is "type": "module"), and it must not install process-wide handlers.
+EMLDFLAGS_MT := $(EMLDCOMMON) -pthread -sENVIRONMENT=web,worker,node -sEXPORT_NAME=createWispEngineThreaded \
+                -sPTHREAD_POOL_SIZE='Module.wispWorkers' -sPTHREAD_POOL_SIZE_STRICT=2 \
+                -sNODEJS_CATCH_EXIT=0 -sNODEJS_CATCH_REJECTION=0 --extern-pre-js wasm/emscripten/node_prelude.js
+WASM_ENGINE_MT := $(WEB_OUT)/dist/wisp-engine-mt.mjs
+
 .PHONY: web wasm test-web bench-web demo-web web-deps
 
-wasm: $(WASM_ENGINE)
+wasm: $(WASM_ENGINE) $(WASM_ENGINE_MT)
 web: $(WEB_OUT)/.staged
 
 $(WASM_OBJ_DIR)/%.o: %.c
@@ -43,8 +62,17 @@ $(WASM_ENGINE): $(WASM_OBJ)
 	@mkdir -p $(dir $@)
 	$(EMENV) $(EMCC) $(WASM_OBJ) $(EMLDFLAGS) -o $@
 
+$(WASM_MT_OBJ_DIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(EMENV) $(EMCC) $(EMCFLAGS) -pthread -MMD -MP -c $< -o $@
+
+$(WASM_ENGINE_MT): $(WASM_MT_OBJ) wasm/emscripten/node_prelude.js
+	@mkdir -p $(dir $@)
+	$(EMENV) $(EMCC) $(WASM_MT_OBJ) $(EMLDFLAGS_MT) -o $@
+	echo '{ "type": "commonjs" }' > $(dir $@)package.json
+
 # The package folder: sources copied next to the built engine.
-$(WEB_OUT)/.staged: $(WASM_ENGINE) $(WEB_SRC)
+$(WEB_OUT)/.staged: $(WASM_ENGINE) $(WASM_ENGINE_MT) $(WEB_SRC)
 	@mkdir -p $(WEB_OUT)
 	@rm -rf $(WEB_OUT)/src $(WEB_OUT)/types $(WEB_OUT)/demo
 	cp -R web/package.json web/README.md web/src web/types web/demo $(WEB_OUT)/
@@ -76,4 +104,4 @@ bench-web: web web-deps all
 demo-web: web
 	node $(WEB_OUT)/demo/serve.mjs --port 8080 $(if $(wildcard $(SHARED)/models),--models $(SHARED)/models)
 
--include $(shell find $(WASM_OBJ_DIR) -name '*.d' 2>/dev/null)
+-include $(shell find $(WASM_OBJ_DIR) $(WASM_MT_OBJ_DIR) -name '*.d' 2>/dev/null)

@@ -1,7 +1,10 @@
 // make bench-web: wisp against @wllama/wllama (llama.cpp compiled to wasm) in
-// the same Debian Chromium, single thread, on the same GGUF files:
+// the same Debian Chromium, with 1 and 2 threads (BENCH_THREADS=1,2: the page
+// is cross-origin isolated, so both engines can run their threaded builds),
+// next to the native CLI's decode on the same model and threads, on the same
+// GGUF files:
 // SmolLM2-135M-shaped Q8_0 and Q4_0 (random weights from `wisp make-model`,
-// with SmolLM2's real vocabulary) and stories260K. Reports decode and prefill
+// with SmolLM2's real vocabulary), a TinyLlama-1.1B-shaped Q4_0 and stories260K. Reports decode and prefill
 // tokens/s, time to first token, peak memory (the renderer process's peak
 // RSS, and wisp's wasm memory), load time, .wasm sizes, and LoRA fine-tuning
 // tokens/s in the browser next to the native CLI's for the same settings.
@@ -48,6 +51,16 @@ for (const type of ['q8_0', 'q4_0']) {
     execFileSync(WISP, ['make-model', '--like', 'smollm2-135m', '--type', type, '--vocab-from', vocab, '-o', file], { stdio: 'ignore' });
   }
   models.push({ name: `SmolLM2-135M-shaped ${type.toUpperCase()}`, url: `/models/${path.basename(file)}`, file });
+}
+// A 1B-parameter shape next to SmolLM2: TinyLlama-1.1B-shaped Q4_0 with Llama's vocabulary.
+{
+  const file = path.join(OUT, 'models', 'tinyllama-1.1b-q4_0.gguf');
+  const llamaVocab = path.join(SHARED, 'models', 'tokenizers', 'llamacpp-vocab', 'ggml-vocab-llama-spm.gguf');
+  if (!existsSync(file)) {
+    log(`making ${path.basename(file)} with wisp make-model`);
+    execFileSync(WISP, ['make-model', '--like', 'tinyllama-1.1b', '--type', 'q4_0', '--vocab-from', llamaVocab, '-o', file], { stdio: 'ignore' });
+  }
+  models.push({ name: 'TinyLlama-1.1B-shaped Q4_0', url: `/models/${path.basename(file)}`, file });
 }
 models.push({ name: 'stories260K (F32)', url: '/shared-models/stories260K.gguf', file: stories });
 
@@ -127,12 +140,12 @@ async function measure(query, timeoutMs = 600000) {
 
 // ---- native fine-tuning, for the same settings ----
 
-function nativeFinetune(model, opts, steps) {
+function nativeFinetune(model, opts, steps, threads) {
   const data = path.join(OUT, 'finetune-data.txt');
   writeFileSync(data, readFileSync(corpus, 'utf8').slice(0, 200000));
   const args = ['finetune', '-m', model, '--data', data, '-o', path.join(OUT, 'native-finetune'), '--overwrite',
     '--rank', String(opts.rank), '--ctx', String(opts.ctx), '--batch', String(opts.batch), '--steps', String(steps),
-    '--lr', String(opts.lr), '-t', '1'];
+    '--lr', String(opts.lr), '-t', String(threads)];
   const r = spawnSync(WISP, args, { encoding: 'utf8' });
   const m = /trained \d+ steps \(\d+ tokens\) in [\d.]+ s: ([\d.]+) tok\/s/.exec(r.stderr || '');
   if (r.status !== 0 || !m) return { note: `wisp finetune failed (exit ${r.status}): ${(r.stderr || '').trim().split('\n').at(-1)}` };
@@ -142,6 +155,31 @@ function nativeFinetune(model, opts, steps) {
 // ---- run ----
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 2);
+const THREADS = (process.env.BENCH_THREADS || '1,2').split(',').map(Number).filter((n) => Number.isInteger(n) && n >= 1);
+
+// wllama's wasm files as the installed version lays them out: one build, or
+// separate single- and multi-thread builds (which it picks itself).
+function wllamaPaths() {
+  const esm = path.join(wllamaDir, 'esm');
+  const rel = (f) => `/wllama/${f}`;
+  const paths = {};
+  for (const f of ['wasm/wllama.wasm', 'single-thread/wllama.wasm', 'multi-thread/wllama.wasm', 'multi-thread/wllama.worker.mjs'])
+    if (existsSync(path.join(esm, f))) paths[f.startsWith('wasm/') ? 'default' : f] = rel(f);
+  return paths;
+}
+const wllamaConfig = JSON.stringify(wllamaPaths());
+
+// The native CLI's decode and prefill on the same file and threads (wisp bench).
+function nativeSpeed(file, threads, promptTokens) {
+  const r = spawnSync(WISP, ['bench', '-m', file, '-t', String(threads), '-p', String(promptTokens), '-n', String(nGen),
+    '-c', '512', '--mem-test', '0', '--json'], { encoding: 'utf8' });
+  try {
+    const j = JSON.parse(r.stdout);
+    return { decodeTps: j.decode_tok_s, prefillTps: j.prefill_tok_s, kernels: j.kernels, threads: j.threads };
+  } catch {
+    return { error: `wisp bench failed (exit ${r.status}): ${(r.stderr || '').trim().split('\n').at(-1)}` };
+  }
+}
 
 // The better figures of two measurements of one engine (a failed one loses).
 function bestOf(a, b) {
@@ -168,40 +206,46 @@ const results = [];
 if (spawnSync(WISP, ['finetune', '--help']).status !== 0) log('note: this wisp has no finetune command; native figures will be missing');
 for (const m of models) {
   const small = m.file === stories;
-  const row = { model: m.name, fileBytes: statSync(m.file).size };
-  for (const prompt of prompts) {
-    log(`wllama on ${m.name}…`);
-    try {
-      row.wllama = await measure({ engine: 'wllama', model: m.url, n: String(nGen), ctx: '512', prompt });
-      row.prompt = prompt;
-      break;
-    } catch (e) {
-      row.wllama = { error: e.message };
-      log(`  failed: ${e.message}${prompt !== prompts.at(-1) ? ' (trying another prompt)' : ''}`);
+  let prompt = null;
+  for (const threads of THREADS) {
+    const row = { model: m.name, threads, fileBytes: statSync(m.file).size };
+    const wq = (p) => ({ engine: 'wllama', model: m.url, n: String(nGen), ctx: '512', prompt: p, threads: String(threads), wllama: wllamaConfig });
+    for (const p of prompt ? [prompt] : prompts) {
+      log(`wllama on ${m.name}, ${threads} thread(s)…`);
+      try {
+        row.wllama = await measure(wq(p));
+        prompt = p;
+        break;
+      } catch (e) {
+        row.wllama = { error: e.message };
+        log(`  failed: ${e.message}${p !== prompts.at(-1) ? ' (trying another prompt)' : ''}`);
+      }
     }
-  }
-  const query = { engine: 'wisp', model: m.url, n: String(nGen), ctx: '512', prompt: row.prompt ?? prompts[0] };
-  // Rounds alternate the engines, each in a fresh browser, and every figure
-  // keeps its best round: the machine may be shared, and load that comes and
-  // goes should not decide the comparison.
-  for (let round = 1; round <= ROUNDS; round++) {
-    const last = round === ROUNDS;
-    if (round > 1 && row.prompt) {
-      log(`wllama on ${m.name} (round ${round})…`);
-      row.wllama = bestOf(row.wllama, await measure({ engine: 'wllama', model: m.url, n: String(nGen), ctx: '512', prompt: row.prompt }).catch((e) => ({ error: e.message })));
+    row.prompt = prompt;
+    const query = { engine: 'wisp', model: m.url, n: String(nGen), ctx: '512', prompt: prompt ?? prompts[0], threads: String(threads) };
+    // Rounds alternate the engines, each in a fresh browser, and every figure
+    // keeps its best round: the machine may be shared, and load that comes and
+    // goes should not decide the comparison.
+    for (let round = 1; round <= ROUNDS; round++) {
+      if (round > 1 && prompt) {
+        log(`wllama on ${m.name}, ${threads} thread(s) (round ${round})…`);
+        row.wllama = bestOf(row.wllama, await measure(wq(prompt)).catch((e) => ({ error: e.message })));
+      }
+      log(`wisp on ${m.name}, ${threads} thread(s)${round > 1 ? ` (round ${round})` : ''}…`);
+      row.wisp = bestOf(row.wisp, await measure(query).catch((e) => ({ error: e.message })));
     }
-    log(`wisp on ${m.name}${round > 1 ? ` (round ${round})` : ''}…`);
-    row.wisp = bestOf(row.wisp, await measure(query).catch((e) => ({ error: e.message })));
+    log(`native wisp on ${m.name}, ${threads} thread(s)…`);
+    row.nativeSpeed = nativeSpeed(m.file, threads, row.wisp?.promptTokens ?? 120);
+    // Fine-tuning in a browser of its own, so its memory is not counted as inference's.
+    if (!m.name.includes('Q4_0')) {
+      log(`wisp fine-tuning on ${m.name}, ${threads} thread(s)…`);
+      const r = await measure({ ...query, n: '4', finetune: small ? '8' : '3', ftopts: JSON.stringify(ftOpts) })
+        .catch((e) => ({ error: e.message }));
+      row.finetune = r.error ? r : { ...r.finetune, peakRss: r.peakRss };
+    }
+    if (row.finetune && !row.finetune.error) row.native = nativeFinetune(m.file, ftOpts, small ? 8 : 3, threads);
+    results.push(row);
   }
-  // Fine-tuning in a browser of its own, so its memory is not counted as inference's.
-  if (!m.name.includes('Q4_0')) {
-    log(`wisp fine-tuning on ${m.name}…`);
-    const r = await measure({ ...query, n: '4', finetune: small ? '8' : '3', ftopts: JSON.stringify(ftOpts) })
-      .catch((e) => ({ error: e.message }));
-    row.finetune = r.error ? r : { ...r.finetune, peakRss: r.peakRss };
-  }
-  if (row.finetune && !row.finetune.error) row.native = nativeFinetune(m.file, ftOpts, small ? 8 : 3);
-  results.push(row);
 }
 server.close();
 
@@ -210,40 +254,50 @@ server.close();
 const size = (f) => statSync(f).size;
 const wispWasm = path.join(WEB_OUT, 'dist', 'wisp-engine.wasm');
 const wllamaWasm = path.join(wllamaDir, 'esm', 'wasm', 'wllama.wasm');
+const wispMtWasm = path.join(WEB_OUT, 'dist', 'wisp-engine-mt.wasm');
 const sizes = {
   wisp: { wasm: size(wispWasm), gzip: gzipSync(readFileSync(wispWasm)).length },
+  wispThreaded: { wasm: size(wispMtWasm), gzip: gzipSync(readFileSync(wispMtWasm)).length },
   wllama: { wasm: size(wllamaWasm), gzip: gzipSync(readFileSync(wllamaWasm)).length },
 };
 const f1 = (x) => (typeof x === 'number' ? x.toFixed(1) : 'n/a');
 const mb = (x) => (typeof x === 'number' ? `${(x / 1048576).toFixed(1)} MiB` : 'n/a');
 const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? `${(a / b).toFixed(2)}x` : 'n/a');
 const lines = [
-  `# wisp vs @wllama/wllama ${wllamaVersion} — Chromium (${execFileSync(CHROMIUM, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()}), single thread`,
+  `# wisp vs @wllama/wllama ${wllamaVersion} — Chromium (${execFileSync(CHROMIUM, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()}), ${THREADS.join(' and ')} thread(s), cross-origin isolated page`,
   '',
   `Prompts of about 120 tokens (${results.map((r) => `${r.model}: ${r.wisp?.promptTokens ?? '?'}`).join(', ')}), ${nGen} greedy tokens generated, context 512. ` +
     `Best of ${ROUNDS} rounds (fresh browser each) x 3 runs per engine; peak RSS is the highest round's; wasm memory is the instance's linear memory.`,
   '',
-  '| model | engine | decode tok/s | prefill tok/s | TTFT ms | load ms | peak RSS (renderer) | wasm memory |',
-  '|---|---|---:|---:|---:|---:|---:|---:|',
+  '| model | threads | engine | decode tok/s | prefill tok/s | TTFT ms | load ms | peak RSS (renderer) | wasm memory |',
+  '|---|---:|---|---:|---:|---:|---:|---:|---:|',
 ];
+// The threads an engine really ran on (a build without threads runs one).
+const ran = (e, x) => (e === 'wisp' ? `${x.threads ?? '?'}${x.whyNotThreaded ? ` (${x.whyNotThreaded})` : ''}`
+  : `${x.threads ?? '?'}${x.multithread === false ? ' (single-thread build)' : ''}`);
 for (const r of results) {
   for (const e of ['wisp', 'wllama']) {
     const x = r[e] ?? {};
-    if (x.error) { lines.push(`| ${r.model} | ${e} | failed: ${x.error} | | | | | |`); continue; }
-    lines.push(`| ${r.model} | ${e}${x.kernels ? ` (${x.kernels})` : ''} | ${f1(x.decodeTps)} | ${f1(x.prefillTps)} | ${f1(x.ttftMs)} | ${f1(x.loadMs)} | ${mb(x.peakRss)} | ${e === 'wisp' ? mb(x.wasmMemory) : 'n/a'} |`);
+    if (x.error) { lines.push(`| ${r.model} | ${r.threads} | ${e} | failed: ${x.error} | | | | | |`); continue; }
+    lines.push(`| ${r.model} | ${ran(e, x)} | ${e}${x.kernels ? ` (${x.kernels})` : ''} | ${f1(x.decodeTps)} | ${f1(x.prefillTps)} | ${f1(x.ttftMs)} | ${f1(x.loadMs)} | ${mb(x.peakRss)} | ${e === 'wisp' ? mb(x.wasmMemory) : 'n/a'} |`);
   }
-  lines.push(`| ${r.model} | **wisp / wllama** | **${ratio(r.wisp?.decodeTps, r.wllama?.decodeTps)}** | **${ratio(r.wisp?.prefillTps, r.wllama?.prefillTps)}** | ${ratio(r.wllama?.ttftMs, r.wisp?.ttftMs)} faster | | ${ratio(r.wisp?.peakRss, r.wllama?.peakRss)} | |`);
+  const nat = r.nativeSpeed ?? {};
+  lines.push(nat.error ? `| ${r.model} | ${r.threads} | native wisp | failed: ${nat.error} | | | | | |`
+    : `| ${r.model} | ${nat.threads} | native wisp (${nat.kernels}) | ${f1(nat.decodeTps)} | ${f1(nat.prefillTps)} | | | | |`);
+  lines.push(`| ${r.model} | ${r.threads} | **wisp / wllama** | **${ratio(r.wisp?.decodeTps, r.wllama?.decodeTps)}** | **${ratio(r.wisp?.prefillTps, r.wllama?.prefillTps)}** | ${ratio(r.wllama?.ttftMs, r.wisp?.ttftMs)} faster | | ${ratio(r.wisp?.peakRss, r.wllama?.peakRss)} | |`);
+  lines.push(`| ${r.model} | ${r.threads} | **wasm / native wisp** | **${ratio(r.wisp?.decodeTps, nat.decodeTps)}** | ${ratio(r.wisp?.prefillTps, nat.prefillTps)} | | | | |`);
 }
-lines.push('', `Targets: decode >= 1.5x wllama, prefill >= 1.0x.`, '',
+lines.push('', `Targets: decode >= 1.5x wllama, prefill >= 1.0x; wasm decode >= 0.60x native on the same model and threads.`, '',
   '| .wasm | bytes | gzip |', '|---|---:|---:|',
-  `| wisp | ${sizes.wisp.wasm} | ${sizes.wisp.gzip} |`, `| wllama | ${sizes.wllama.wasm} | ${sizes.wllama.gzip} |`,
+  `| wisp | ${sizes.wisp.wasm} | ${sizes.wisp.gzip} |`, `| wisp (threaded build) | ${sizes.wispThreaded.wasm} | ${sizes.wispThreaded.gzip} |`,
+  `| wllama | ${sizes.wllama.wasm} | ${sizes.wllama.gzip} |`,
   `| wisp / wllama | ${(sizes.wisp.wasm / sizes.wllama.wasm).toFixed(3)} (target <= 0.100) | ${(sizes.wisp.gzip / sizes.wllama.gzip).toFixed(3)} |`,
-  '', `LoRA fine-tuning (rank ${ftOpts.rank}, ctx ${ftOpts.ctx}, batch ${ftOpts.batch}, AdamW, cosine schedule, single thread; the same data and settings): tokens/s over the whole run`,
-  '', '| model | browser (wisp wasm) | native (wisp CLI) | training arena | peak RSS (renderer) |', '|---|---:|---:|---:|---:|');
+  '', `LoRA fine-tuning (rank ${ftOpts.rank}, ctx ${ftOpts.ctx}, batch ${ftOpts.batch}, AdamW, cosine schedule; the same data, settings and threads): tokens/s over the whole run`,
+  '', '| model | threads | browser (wisp wasm) | native (wisp CLI) | training arena | peak RSS (renderer) |', '|---|---:|---:|---:|---:|---:|');
 for (const r of results) {
   if (!r.finetune) continue;
-  if (r.finetune.error) { lines.push(`| ${r.model} | failed: ${r.finetune.error} | | | |`); continue; }
-  lines.push(`| ${r.model} | ${f1(r.finetune.tokensPerSecond)} | ${r.native?.tokensPerSecond !== undefined ? f1(r.native.tokensPerSecond) : r.native?.note ?? 'n/a'} | ${mb(r.finetune.trainArena)} | ${mb(r.finetune.peakRss)} |`);
+  if (r.finetune.error) { lines.push(`| ${r.model} | ${r.threads} | failed: ${r.finetune.error} | | | |`); continue; }
+  lines.push(`| ${r.model} | ${r.threads} | ${f1(r.finetune.tokensPerSecond)} | ${r.native?.tokensPerSecond !== undefined ? f1(r.native.tokensPerSecond) : r.native?.note ?? 'n/a'} | ${mb(r.finetune.trainArena)} | ${mb(r.finetune.peakRss)} |`);
 }
 const md = lines.join('\n') + '\n';
 writeFileSync(path.join(OUT, 'results.md'), md);

@@ -1,6 +1,7 @@
 // One measurement in the browser, chosen by the query string:
-//   ?engine=wisp|wllama&model=/models/x.gguf&n=64&prompt=...&ctx=512[&finetune=steps]
-// Both engines run single-threaded in their own worker; figures are taken
+//   ?engine=wisp|wllama&model=/models/x.gguf&n=64&prompt=...&ctx=512&threads=N[&finetune=steps][&wllama={paths}]
+// Both engines run N threads (the page is cross-origin isolated), each in
+// its own worker; the threads each really ran on are recorded. Figures are taken
 // the same way for both: the engine's own prefill and decode timings, and
 // time to first token as the page sees it. The result lands in window.__bench.
 const q = new URLSearchParams(location.search);
@@ -9,6 +10,7 @@ const model = q.get('model');
 const nGen = Number(q.get('n') || 64);
 const ctx = Number(q.get('ctx') || 512);
 const prompt = q.get('prompt');
+const threads = Number(q.get('threads') || 1);
 const out = document.getElementById('out');
 // Each figure is the best of RUNS runs of the same prompt, each evaluating
 // the whole prompt again (the machine may be shared; both engines get the
@@ -24,7 +26,7 @@ function best(runs) {
 async function wisp() {
   const w = await import('/src/index.mjs');
   const t0 = performance.now();
-  const m = await w.loadModel(model, { worker: true, ctx });
+  const m = await w.loadModel(model, { worker: true, ctx, threads });
   const loadMs = performance.now() - t0;
   await m.complete('Hello', { temperature: 0, maxTokens: 4 }); // warm-up
   const runs = [];
@@ -35,7 +37,7 @@ async function wisp() {
     runs.push({ ...m.lastStats, ttft: (first || performance.now()) - t1 });
   }
   const r = {
-    engine: 'wisp', loadMs, kernels: m.info.kernels, promptTokens: runs[0].evaluatedPromptTokens, generated: runs[0].generatedTokens,
+    engine: 'wisp', loadMs, kernels: m.info.kernels, threads: m.threads, whyNotThreaded: m.whyNotThreaded, promptTokens: runs[0].evaluatedPromptTokens, generated: runs[0].generatedTokens,
     ...best(runs.map((x) => ({ prefill: x.prefillTokensPerSecond, decode: x.tokensPerSecond, ttft: x.ttft }))),
     wasmMemory: m.memoryBytes, arena: m.memoryPlan.total,
   };
@@ -56,9 +58,9 @@ async function wisp() {
 
 async function wllama() {
   const { Wllama } = await import('/wllama/index.js');
-  const w = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { suppressNativeLog: !q.has('log') });
+  const w = new Wllama(JSON.parse(q.get('wllama') || '{"default":"/wllama/wasm/wllama.wasm"}'), { suppressNativeLog: !q.has('log') });
   const t0 = performance.now();
-  await w.loadModelFromUrl(new URL(model, location.href).href, { n_ctx: ctx, n_threads: 1, n_gpu_layers: 0 });
+  await w.loadModelFromUrl(new URL(model, location.href).href, { n_ctx: ctx, n_threads: threads, n_gpu_layers: 0 });
   const loadMs = performance.now() - t0;
   // No extra warm-up: loading already runs llama.cpp's warm-up decode. (A
   // second prompt could also crash it: wllama fails on generated text that is

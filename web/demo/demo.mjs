@@ -28,6 +28,7 @@ function noteMemory(where) {
   if (!state.model) return;
   state.memory.push({ where, bytes: state.model.memoryBytes });
   $('mem-status').textContent = `wasm memory ${mib(state.model.memoryBytes)} · kernels ${state.model.info.kernels} · ` +
+    `threads ${state.model.threads} · ` +
     `arena ${mib(state.model.memoryPlan.total)} (planned) + model ${mib(state.model.memoryPlan.fileBytes)}`;
 }
 
@@ -69,7 +70,7 @@ async function load(source, label) {
     status('model-status', `Reading the header of ${label}…`);
     const p = await plan(source, options);
     showPlan(p);
-    if (p.fitsWasm === false) throw new Error(`this model needs ${mib(p.wasmBytes)} of wasm memory; browsers allow 2 GiB`);
+    if (p.fitsWasm === false) throw new Error(`this model needs ${mib(p.wasmBytes)} of wasm memory; wasm32 allows 4 GiB`);
     const bar = $('load-progress');
     bar.hidden = false;
     bar.value = 0;
@@ -77,15 +78,16 @@ async function load(source, label) {
     state.model = await loadModel(source, {
       ...options,
       worker: true,
-      onProgress: ({ loaded, total }) => {
+      onProgress: ({ loaded, total, from }) => {
         bar.value = total ? loaded / total : 0;
-        status('model-status', `Loading ${label}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}`);
+        status('model-status', `Loading ${label}${from === 'cache' ? ' from the browser cache' : ''}: ${mib(loaded)}${total ? ` of ${mib(total)}` : ''}`);
       },
     });
     bar.hidden = true;
     const m = state.model;
     status('model-status', `Loaded ${m.info.name} (${m.info.architecture}) in ${((performance.now() - t0) / 1000).toFixed(2)} s — ` +
-      `context ${m.memoryPlan.config.ctx}, kernels ${m.info.kernels}.`);
+      `context ${m.memoryPlan.config.ctx}, kernels ${m.info.kernels}, ` +
+      `${m.threads > 1 ? `${m.threads} threads` : `one thread (${m.whyNotThreaded})`}.`);
     noteMemory('load');
     enable(true);
     setState('ready');

@@ -2,9 +2,11 @@
 // A small static server for the demo, offline: serves the package folder
 // (this file's parent's parent) on 127.0.0.1 with the MIME types wasm and
 // ES modules need, byte ranges (wisp's plan() reads only a GGUF's header),
-// and optionally a folder of models under /models/.
+// and optionally a folder of models under /models/. Pages are cross-origin
+// isolated (COOP/COEP headers) so wisp can use its threaded build; with
+// --no-isolate they are not, and wisp runs on one thread.
 //
-//   node demo/serve.mjs [--port 8080] [--host 127.0.0.1] [--models DIR]
+//   node demo/serve.mjs [--port 8080] [--host 127.0.0.1] [--models DIR] [--no-isolate]
 //   then open http://127.0.0.1:8080/demo/
 import http from 'node:http';
 import { createReadStream } from 'node:fs';
@@ -24,7 +26,14 @@ function inside(root, urlPath) {
   return file === root || file.startsWith(root + path.sep) ? file : null;
 }
 
-async function send(req, res, file) {
+// What makes a page cross-origin isolated (crossOriginIsolated, and with it
+// SharedArrayBuffer and wasm threads).
+export const ISOLATION_HEADERS = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+};
+
+async function send(req, res, file, extraHeaders) {
   let st;
   try {
     st = await stat(file);
@@ -38,7 +47,7 @@ async function send(req, res, file) {
   }
   const headers = {
     'Content-Type': MIME[path.extname(file)] || 'application/octet-stream', 'Cache-Control': 'no-store',
-    'Accept-Ranges': 'bytes',
+    'Accept-Ranges': 'bytes', ...extraHeaders,
   };
   const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range || '');
   let start = 0;
@@ -68,12 +77,15 @@ async function send(req, res, file) {
 }
 
 // Start serving; resolves to the http.Server (port 0 picks a free one).
-// `mounts` maps URL prefixes ('/models/') to more folders.
-export function serve({ root, models, mounts = {}, port = 8080, host = '127.0.0.1' } = {}) {
+// `mounts` maps URL prefixes ('/models/') to more folders; `isolate: false`
+// leaves out the isolation headers; onRequest(req) sees every request.
+export function serve({ root, models, mounts = {}, port = 8080, host = '127.0.0.1', isolate = true, onRequest } = {}) {
   root = path.resolve(root ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '..'));
   const extra = Object.entries({ ...mounts, ...(models ? { '/models/': models } : {}) })
     .map(([prefix, dir]) => [prefix.endsWith('/') ? prefix : prefix + '/', path.resolve(dir)]);
+  const extraHeaders = isolate ? ISOLATION_HEADERS : {};
   const server = http.createServer((req, res) => {
+    onRequest?.(req);
     let urlPath;
     try {
       urlPath = decodeURIComponent(new URL(req.url, 'http://localhost').pathname);
@@ -95,7 +107,7 @@ export function serve({ root, models, mounts = {}, port = 8080, host = '127.0.0.
       res.writeHead(403).end();
       return;
     }
-    send(req, res, file);
+    send(req, res, file, extraHeaders);
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -110,11 +122,13 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
   };
   if (args.includes('--help') || args.includes('-h')) {
-    console.log('usage: node demo/serve.mjs [--port 8080] [--host 127.0.0.1] [--models DIR]\n' +
-      'Serves the wisp demo offline; with --models, DIR is served under /models/ (e.g. /models/stories260K.gguf).');
+    console.log('usage: node demo/serve.mjs [--port 8080] [--host 127.0.0.1] [--models DIR] [--no-isolate]\n' +
+      'Serves the wisp demo offline; with --models, DIR is served under /models/ (e.g. /models/stories260K.gguf).\n' +
+      'Pages are cross-origin isolated (COOP/COEP headers), so wisp runs threaded; --no-isolate leaves the headers out.');
     process.exit(0);
   }
-  const server = await serve({ port: Number(opt('--port', 8080)), host: opt('--host', '127.0.0.1'), models: opt('--models') });
+  const server = await serve({ port: Number(opt('--port', 8080)), host: opt('--host', '127.0.0.1'), models: opt('--models'),
+    isolate: !args.includes('--no-isolate') });
   const { address, port } = server.address();
   console.log(`wisp demo: http://${address}:${port}/demo/  (Ctrl-C to stop)`);
 }

@@ -36,7 +36,9 @@ export class Adapter {
     if (n < 0) throw e.error(this.#model._ptr);
     const out = new Uint8Array(n);
     let off = 0;
-    e.mod.wispSinkWrite = (ptr, len) => {
+    e.module.wispSinkWrite = (ptr, len) => {
+      ptr >>>= 0; // addresses past 2 GiB arrive negative
+      len >>>= 0;
       if (off + len > n) return false;
       out.set(e.u8.subarray(ptr, ptr + len), off);
       off += len;
@@ -45,7 +47,7 @@ export class Adapter {
     try {
       if (fn(0) < 0) throw e.error(this.#model._ptr);
     } finally {
-      e.mod.wispSinkWrite = null;
+      e.module.wispSinkWrite = null;
     }
     if (off !== n) throw new WispError('internal', `the writer announced ${n} bytes but wrote ${off}`);
     return out;
@@ -68,7 +70,7 @@ export class Adapter {
     const e = this.#model._engine;
     const p = e.mod._ww_adapter_peft_config(this.#ptr);
     const n = e.mod._ww_adapter_peft_config_len(this.#ptr);
-    const config = new TextDecoder().decode(e.u8.subarray(p, p + n));
+    const config = e.text(p, p + n);
     const safetensors = this.#write((countOnly) => e.mod._ww_adapter_write_safetensors(this.#model._ptr, this.#ptr, countOnly));
     return { config, safetensors };
   }

@@ -1,21 +1,63 @@
-// The wasm engine: compiling wisp-engine.wasm once, one instance per model
-// (so disposing a model gives all of its memory back), and small helpers
-// over the C ABI of wasm/abi.c.
+// The wasm engine: two builds of wisp-engine (one thread; wasm threads with
+// a pool of workers), each compiled once, one instance per model (so
+// disposing a model gives all of its memory back), and small helpers over the
+// C ABI of wasm/abi.c.
 import createWispEngine from '../dist/wisp-engine.mjs';
 import { WispError } from './errors.mjs';
 
 export const isNode = typeof process === 'object' && process.versions != null && process.versions.node != null &&
   typeof window === 'undefined' && typeof importScripts !== 'function';
 
-let compiled = null;
+// wasm32 addresses 4 GiB: a model's file, its arena and the engine's few
+// megabytes must fit in that.
+export const WASM32_LIMIT = 2 ** 32;
+export const MAX_DEFAULT_THREADS = 8;
 
-// Where the .wasm comes from when the default location does not work (a
-// bundler moved it): { wasmUrl }, { wasmBinary } or { wasmModule }.
+// The cores the platform reports (navigator.hardwareConcurrency; in Node the
+// available parallelism).
+const os = isNode ? await import('node:os') : null;
+const reportedCores = os ? os.availableParallelism?.() ?? os.cpus().length : globalThis.navigator?.hardwareConcurrency ?? 1;
+
+// How many threads a model gets, and why not more than one when it gets one:
+// { threads, whyNotThreaded } (null when threaded). `requested` is loadModel's
+// threads option (undefined: the reported cores, at most 8).
+export function chooseThreads(requested) {
+  if (requested !== undefined && (!Number.isInteger(requested) || requested < 1 || requested > 64))
+    throw new WispError('arg', `threads must be an integer in 1..64 (got ${requested})`);
+  const threads = requested ?? Math.max(1, Math.min(MAX_DEFAULT_THREADS, reportedCores));
+  if (threads === 1) {
+    return { threads, whyNotThreaded: requested === 1 ? 'threads: 1 was asked for'
+      : `the platform reports ${reportedCores} core${reportedCores === 1 ? '' : 's'}` };
+  }
+  if (!isNode && globalThis.crossOriginIsolated !== true) {
+    return { threads: 1, whyNotThreaded: 'the page is not cross-origin isolated: serve it with the headers ' +
+      "'Cross-Origin-Opener-Policy: same-origin' and 'Cross-Origin-Embedder-Policy: require-corp'" };
+  }
+  if (typeof SharedArrayBuffer !== 'function' || typeof Atomics !== 'object')
+    return { threads: 1, whyNotThreaded: 'SharedArrayBuffer is not available here (wasm threads need it)' };
+  return { threads, whyNotThreaded: null };
+}
+
+// The two builds: where their .wasm is, the factory, the compiled module.
+const builds = {
+  single: { wasm: new URL('../dist/wisp-engine.wasm', import.meta.url), factory: async () => createWispEngine, compiled: null },
+  threaded: {
+    wasm: new URL('../dist/wisp-engine-mt.wasm', import.meta.url),
+    factory: async () => (await import('../dist/wisp-engine-mt.mjs')).default,
+    compiled: null,
+  },
+};
+
+// Where the .wasm files come from when the default location does not work
+// (a bundler moved them): { wasmUrl, threadedWasmUrl } or, for the
+// single-thread build, { wasmBinary } or { wasmModule }.
 export function configureEngine(options = {}) {
-  compiled = null;
-  if (options.wasmModule) compiled = Promise.resolve(options.wasmModule);
-  else if (options.wasmBinary) compiled = WebAssembly.compile(options.wasmBinary);
-  else if (options.wasmUrl) compiled = compileFrom(new URL(options.wasmUrl, baseUrl()));
+  builds.single.compiled = null;
+  builds.threaded.compiled = null;
+  if (options.wasmModule) builds.single.compiled = Promise.resolve(options.wasmModule);
+  else if (options.wasmBinary) builds.single.compiled = WebAssembly.compile(options.wasmBinary);
+  else if (options.wasmUrl) builds.single.compiled = compileFrom(new URL(options.wasmUrl, baseUrl()));
+  if (options.threadedWasmUrl) builds.threaded.compiled = compileFrom(new URL(options.threadedWasmUrl, baseUrl()));
 }
 
 function baseUrl() {
@@ -35,39 +77,84 @@ async function compileFrom(url) {
   return WebAssembly.compile(await res.arrayBuffer());
 }
 
-function compiledEngine() {
-  compiled ??= compileFrom(new URL('../dist/wisp-engine.wasm', import.meta.url));
-  return compiled;
+// The threaded build's worker script must be there before workers are made
+// from it: a missing one is thrown at the process by Node, and at the
+// event loop (not at a promise) by browsers. Checked once.
+let workerScript = null;
+function checkWorkerScript() {
+  workerScript ??= (async () => {
+    const script = new URL('../dist/wisp-engine-mt.worker.js', import.meta.url);
+    if (isNode) {
+      const { access } = await import('node:fs/promises');
+      await access(script).catch(() => { throw new WispError('io', `the threaded build's worker script ${script.pathname} is missing`); });
+      return;
+    }
+    const res = await fetch(script, { method: 'HEAD', credentials: 'same-origin' }).catch((e) => ({ ok: false, status: e.message }));
+    if (!res.ok) throw new WispError('io', `the threaded build's worker script ${script.href} could not be fetched (${res.status})`);
+  })();
+  return workerScript;
 }
 
-// A fresh instance of the engine with its own memory.
-export async function newEngine() {
-  const module = await compiledEngine();
+// A fresh instance of the engine with its own memory: the threaded build
+// with `threads - 1` workers next to the calling thread when threads > 1.
+// Rejects when the instance (or one of its workers) cannot start.
+export async function newEngine({ threads = 1 } = {}) {
+  const build = threads > 1 ? builds.threaded : builds.single;
+  if (threads > 1) await checkWorkerScript();
+  build.compiled ??= compileFrom(build.wasm);
+  const [module, create] = await Promise.all([build.compiled, build.factory()]);
   let failed;
   const failure = new Promise((_, reject) => { failed = reject; });
   const mod = await Promise.race([
-    createWispEngine({
+    create({
       instantiateWasm(imports, receive) {
         WebAssembly.instantiate(module, imports).then((instance) => receive(instance, module), failed);
         return {};
       },
+      // the pthread workers are started before the instance is ready
+      wispWorkers: threads - 1,
       print: () => {},
-      printErr: () => {},
+      // Emscripten reports a worker that failed to load here (and nowhere a
+      // promise would see it)
+      printErr: (text) => {
+        if (/worker sent an error/.test(text)) failed(new WispError('io', `a worker of the threaded build failed: ${text.trim()}`));
+      },
     }),
     failure,
   ]);
-  return new Engine(mod);
+  // Node: idle pthread workers must not keep the process running (calls
+  // block the caller until their work is done anyway).
+  if (isNode) for (const w of [...mod.PThread?.unusedWorkers ?? [], ...mod.PThread?.runningWorkers ?? []]) w.unref?.();
+  return new Engine(mod, threads);
 }
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-// Thin typed access to one instance. Heap views are re-read on every use:
-// growing memory replaces the buffer.
+// C functions that return a pointer or a uint32: wasm hands them to JS as
+// int32, so addresses past 2 GiB (wasm32 reaches 4 GiB) would come out
+// negative; these are read back unsigned (>>> 0). web/test checks this list
+// against wasm/abi*.c.
+export const UNSIGNED_RESULTS = ['ww_alloc', 'ww_error', 'ww_error_code', 'ww_open', 'ww_open_header', 'ww_plan_field_name',
+  'ww_plan_of', 'ww_kernels_name', 'ww_io', 'ww_io_cap', 'ww_ids', 'ww_detokenize', 'ww_token_piece', 'ww_logits',
+  'ww_adapter_open_gguf', 'ww_adapter_open_peft', 'ww_adapter_notes', 'ww_adapter_peft_config', 'ww_adapter_peft_config_len',
+  'ww_train_begin', 'ww_train_finish'];
+
 export class Engine {
-  constructor(mod) {
-    this.mod = mod;
-    this.abi = mod;
+  #u8 = null;
+
+  constructor(mod, threads = 1) {
+    // The wrappers live on an object of their own: Emscripten replaces its
+    // exports on the module at their first call, which would drop them.
+    const abi = Object.create(mod);
+    for (const name of UNSIGNED_RESULTS) {
+      const f = mod[`_${name}`];
+      abi[`_${name}`] = (...args) => f(...args) >>> 0;
+    }
+    this.module = mod; // properties the C side reads (Module.wispSinkWrite) are set here
+    this.mod = abi;
+    this.abi = abi;
+    this.threaded = threads > 1;
     this.configFields = mod._ww_config_field_count();
     this.planNames = [];
     for (let i = 0, n = mod._ww_plan_field_count(); i < n; i++) this.planNames.push(this.cstring(mod._ww_plan_field_name(i)));
@@ -81,12 +168,32 @@ export class Engine {
     this.scratch = this.alloc(4096);
   }
 
-  get u8() { return this.mod.HEAPU8; }
-  get memoryBytes() { return this.mod.HEAPU8.buffer.byteLength; }
+  // The threaded build's memory is shared: its views are made here, anew
+  // when it has grown (the module's own may lag behind a growth).
+  get u8() {
+    const memory = this.module.wasmMemory;
+    if (!memory) return this.module.HEAPU8;
+    if (this.#u8?.byteLength !== memory.buffer.byteLength) this.#u8 = new Uint8Array(memory.buffer);
+    return this.#u8;
+  }
+
+  get memoryBytes() { return this.u8.byteLength; }
+
+  // Text of wasm memory: TextDecoder does not read shared memory everywhere,
+  // so those bytes are copied first.
+  text(start, end) {
+    const view = this.u8.subarray(start, end);
+    return decoder.decode(this.threaded ? view.slice() : view);
+  }
+
+  // Stop the instance's workers (threaded build); its memory goes with it.
+  close() {
+    this.module.PThread?.terminateAllThreads();
+  }
 
   alloc(n) {
     const p = this.mod._ww_alloc(n);
-    if (!p) throw new WispError('capacity', `out of wasm memory allocating ${n} bytes (wasm32 memory ends at 2 GiB)`);
+    if (!p) throw new WispError('capacity', `out of wasm memory allocating ${n} bytes (wasm32 memory ends at 4 GiB; this instance holds ${this.memoryBytes})`);
     return p;
   }
 
@@ -96,7 +203,7 @@ export class Engine {
     const u8 = this.u8;
     let end = ptr;
     while (end < ptr + max && u8[end] !== 0) end++;
-    return decoder.decode(u8.subarray(ptr, end));
+    return this.text(ptr, end);
   }
 
   // The last error of a model record (or of opening one, with ptr 0).
@@ -117,7 +224,7 @@ export class Engine {
   // int32 configuration fields, in wasm/abi.c's CF_* order.
   config(c) {
     const fields = [c.ctx ?? 0, c.batch ?? 0, c.kvType === 'f32' ? 1 : 0, c.maxTextBytes ?? 0, c.maxAdapters ?? 0,
-      c.maxLoraRank ?? 0];
+      c.maxLoraRank ?? 0, c.threads ?? 1];
     const i32 = new Int32Array(this.u8.buffer, this.scratch + 1024, this.configFields);
     fields.forEach((v, i) => { i32[i] = v; });
     return this.scratch + 1024;

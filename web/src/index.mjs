@@ -34,3 +34,4 @@ export function plan(source, options = {}) {
 }
 
 export { loadAdapter } from './adapter.mjs';
+export { cachedModels, clearCache } from './cache.mjs';

@@ -3,25 +3,28 @@
 // nothing allocates while generating (wasm memory stays the size it had
 // after load; see memoryBytes).
 import { Adapter } from './adapter.mjs';
-import { newEngine } from './engine.mjs';
+import { chooseThreads, newEngine } from './engine.mjs';
 import { WispError, abortError } from './errors.mjs';
-import { readIntoEngine, sourceName } from './source.mjs';
+import { checkFits, planPrefix } from './plan.mjs';
+import { openModelSource } from './cache.mjs';
 import { Lock, checkNumber, checkOptions, makeYielder, now, seedHalves, yieldToEventLoop } from './util.mjs';
 
 const END = -2;
 const FULL = -3;
 
 export const LOAD_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'kernels',
-  'onProgress', 'signal', 'worker'];
+  'onProgress', 'signal', 'worker', 'threads', 'cache'];
 export const FINETUNE_OPTIONS = ['rank', 'alpha', 'steps', 'ctx', 'batch', 'lr', 'seed', 'schedule', 'warmup', 'clip', 'format',
   'docs', 'onProgress', 'signal', 'name'];
 export const GENERATE_OPTIONS = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN',
   'seed', 'addBos', 'special', 'stop', 'signal', 'onToken', 'cachePrompt'];
 
 // The engine configuration from user options, with the package's defaults
-// (the engine's, plus room for 4 adapters of rank <= 64: a few kilobytes).
+// (the engine's, plus room for 4 adapters of rank <= 64: a few kilobytes),
+// and the threads the model will run on (see chooseThreads).
 export function engineConfig(o = {}) {
   const c = {
+    ...chooseThreads(o.threads),
     ctx: o.ctx ?? 0,
     batch: o.batch ?? 0,
     kvType: o.kvType ?? 'f16',
@@ -46,17 +49,23 @@ export class Model {
   #disposed = false;
   #busy = false; // a generation or fine-tuning holds the engine
 
-  constructor(engine, ptr, name) {
+  constructor(engine, ptr, name, whyNotThreaded) {
     this.#engine = engine;
     this.#ptr = ptr;
     const e = engine;
     e.mod._ww_plan_of(ptr, e.scratch);
+    /** Threads generation and fine-tuning run on (1: the single-thread build). */
+    this.threads = e.mod._ww_n_threads(ptr);
+    /** Why the model runs on one thread (null when it has more). */
+    this.whyNotThreaded = this.threads > 1 ? null : whyNotThreaded;
     /** The memory plan this model was initialised with. */
     this.memoryPlan = e.readPlan();
+    this.memoryPlan.config.threads = this.threads;
     this.info = {
       name: e.metaString(ptr, 'general.name') ?? name,
       architecture: e.metaString(ptr, 'general.architecture'),
       kernels: e.cstring(e.mod._ww_kernels_name(ptr)),
+      build: e.mod._ww_threaded() ? 'threaded' : 'single',
       source: name,
     };
     /** Figures of the last generation (see generate). */
@@ -66,19 +75,38 @@ export class Model {
   static async load(source, options = {}) {
     checkOptions('loadModel', options, LOAD_OPTIONS);
     const cfg = engineConfig(options);
-    const engine = await newEngine();
-    const name = sourceName(source);
-    const { ptr, size } = await readIntoEngine(engine, source, options);
-    const model = engine.mod._ww_open(ptr, size);
-    if (!model) throw engine.error(0);
-    let kernels = 0;
-    if (options.kernels !== undefined) kernels = engine.scratchString(String(options.kernels), 512);
-    if (engine.mod._ww_init(model, engine.config(cfg), kernels) !== 0) {
-      const err = engine.error(model);
-      engine.mod._ww_close(model);
-      throw err;
+    const src = await openModelSource(source, options);
+    let engine = null;
+    let ptr = 0;
+    try {
+      // The plan from the header first: a model that cannot fit is refused
+      // before its bytes are copied (or downloaded).
+      const plan = await planPrefix(src.prefix, src.size, cfg, src.name, options);
+      checkFits(plan, src.name);
+      engine = await newEngine({ threads: cfg.threads }).catch(async (e) => {
+        if (cfg.threads === 1) throw e;
+        // the threaded build did not start (a worker script that was not
+        // served, say): one thread it is, and the model says why
+        cfg.threads = 1;
+        cfg.whyNotThreaded = `the threaded build did not start: ${e.message}`;
+        return newEngine({ threads: 1 });
+      });
+      const { ptr: bytes, size } = await src.into(engine, { onProgress: options.onProgress });
+      ptr = engine.mod._ww_open(bytes, size);
+      if (!ptr) throw engine.error(0);
+      let kernels = 0;
+      if (options.kernels !== undefined) kernels = engine.scratchString(String(options.kernels), 512);
+      if (engine.mod._ww_init(ptr, engine.config(cfg), kernels) !== 0) throw engine.error(ptr);
+      const model = new Model(engine, ptr, src.name, cfg.whyNotThreaded);
+      model.info.cache = src.cache;
+      return model;
+    } catch (e) {
+      if (ptr) engine.mod._ww_close(ptr);
+      engine?.close();
+      throw e;
+    } finally {
+      await src.close();
     }
-    return new Model(engine, model, name);
   }
 
   /** @internal */
@@ -104,9 +132,12 @@ export class Model {
     this.#alive();
     checkOptions('plan', options, ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'finetune']);
     const e = this.#engine;
-    if (options.finetune) return planFinetune(e, this.#ptr, options.finetune);
-    if (e.mod._ww_plan(this.#ptr, e.config(engineConfig(options)), 0, e.scratch) !== 0) throw e.error(this.#ptr);
-    return e.readPlan();
+    if (options.finetune) return planFinetune(e, this.#ptr, options.finetune, this.threads);
+    if (e.mod._ww_plan(this.#ptr, e.config({ ...engineConfig(options), threads: this.threads }), 0, e.scratch) !== 0)
+      throw e.error(this.#ptr);
+    const plan = e.readPlan();
+    plan.config.threads = this.threads;
+    return plan;
   }
 
   // Text into the I/O buffer; its byte length.
@@ -115,10 +146,12 @@ export class Model {
     const e = this.#engine;
     const io = e.mod._ww_io(this.#ptr);
     const cap = e.mod._ww_io_cap(this.#ptr);
-    const { read, written } = new TextEncoder().encodeInto(text, e.u8.subarray(io, io + cap - 1));
-    if (read < text.length)
+    // encoded first: encodeInto may not write into shared memory (threaded build)
+    const bytes = new TextEncoder().encode(text);
+    if (bytes.length > cap - 1)
       throw new WispError('capacity', `the text is longer than maxTextBytes (${this.memoryPlan.config.maxTextBytes} bytes); load the model with a larger maxTextBytes`);
-    return written;
+    e.u8.set(bytes, io);
+    return bytes.length;
   }
 
   // Tokenize into the id buffer; the count.
@@ -153,7 +186,7 @@ export class Model {
     const cap = e.mod._ww_io_cap(this.#ptr);
     if (len > cap) throw new WispError('capacity', `the text of these ids is longer than the I/O buffer (${cap} bytes)`);
     const io = e.mod._ww_io(this.#ptr);
-    return new TextDecoder().decode(e.u8.subarray(io, io + len));
+    return e.text(io, io + len);
   }
 
   /** The continuation of `prompt` as one string. */
@@ -195,7 +228,8 @@ export class Model {
     const e = this.#engine;
     const m = e.mod;
     const stats = { promptTokens: 0, evaluatedPromptTokens: 0, prefillMs: 0, ttftMs: 0, generatedTokens: 0, decodeMs: 0,
-      tokensPerSecond: 0, prefillTokensPerSecond: 0, stopReason: 'length' };
+      tokensPerSecond: 0, prefillTokensPerSecond: 0, stopReason: 'length', workerPieces: 0 };
+    const piecesBefore = m._ww_worker_pieces(this.#ptr);
     this.lastStats = stats;
     this.#busy = true;
     try {
@@ -223,7 +257,8 @@ export class Model {
         if (i === 0) { tFirst = now(); stats.ttftMs = tFirst - t0; }
         stats.generatedTokens++;
         const len = m._ww_token_piece(this.#ptr, id);
-        held += decoder.decode(e.u8.subarray(io, io + len), { stream: true });
+        const piece = e.u8.subarray(io, io + len);
+        held += decoder.decode(e.threaded ? piece.slice() : piece, { stream: true });
         o.onToken?.(id);
         const cut = cutAtStop(held, stops);
         if (cut.stopped) {
@@ -245,6 +280,7 @@ export class Model {
       const t2 = now();
       stats.decodeMs = tFirst ? t2 - tFirst : 0;
       stats.tokensPerSecond = stats.generatedTokens > 1 ? (stats.generatedTokens - 1) / Math.max(stats.decodeMs, 1e-3) * 1000 : 0;
+      stats.workerPieces = m._ww_worker_pieces(this.#ptr) - piecesBefore;
     } finally {
       this.#busy = false;
       release();
@@ -273,7 +309,7 @@ export class Model {
       const bytes = new TextEncoder().encode(text);
       const ptr = e.alloc(bytes.length + 1);
       e.u8.set(bytes, ptr);
-      t = m._ww_train_begin(this.#ptr, ...writeTrainFields(e, { ...o, format, docs }), ptr, bytes.length);
+      t = m._ww_train_begin(this.#ptr, ...writeTrainFields(e, { ...o, format, docs }, this.threads), ptr, bytes.length);
       if (!t) throw e.error(this.#ptr);
       const examples = m._ww_train_examples(t);
       const perStep = o.batch * o.ctx;
@@ -343,6 +379,7 @@ export class Model {
     this.#disposed = true;
     this.#lock.run(() => {
       this.#engine.mod._ww_close(this.#ptr);
+      this.#engine.close();
       this.#engine = null;
     });
   }
@@ -420,20 +457,22 @@ function trainingText(data, o) {
 
 // Training settings into the scratch area as wasm/abi_train.c's TI_*/TF_*
 // fields; returns the two pointers.
-function writeTrainFields(e, o) {
+function writeTrainFields(e, o, threads) {
   const [lo, hi] = seedHalves(o.seed);
   const ti = e.scratch + 1536;
   const tf = e.scratch + 1600;
-  new Int32Array(e.u8.buffer, ti, 10).set([o.ctx, o.batch, o.rank, o.steps, lo | 0, hi | 0, SCHEDULES.indexOf(o.schedule),
-    o.warmup, o.format === 'jsonl' ? 1 : 0, o.docs === 'blank' ? 1 : 0]);
+  new Int32Array(e.u8.buffer, ti, 11).set([o.ctx, o.batch, o.rank, o.steps, lo | 0, hi | 0, SCHEDULES.indexOf(o.schedule),
+    o.warmup, o.format === 'jsonl' ? 1 : 0, o.docs === 'blank' ? 1 : 0, threads]);
   new Float32Array(e.u8.buffer, tf, 3).set([o.alpha, o.lr, o.clip]);
   return [ti, tf];
 }
 
-// The plan of a fine-tuning session with these options.
-export function planFinetune(e, ptr, options) {
+// The plan of a fine-tuning session with these options, on `threads` threads.
+export function planFinetune(e, ptr, options, threads) {
   checkOptions('plan finetune', options, FINETUNE_OPTIONS);
   const o = finetuneOptions(options);
-  if (e.mod._ww_train_plan(ptr, ...writeTrainFields(e, o), e.scratch) !== 0) throw e.error(ptr);
-  return e.readPlan();
+  if (e.mod._ww_train_plan(ptr, ...writeTrainFields(e, o, threads), e.scratch) !== 0) throw e.error(ptr);
+  const plan = e.readPlan();
+  plan.config.threads = threads;
+  return plan;
 }

@@ -79,37 +79,41 @@ function bodyLength(res) {
   return Number.isSafeInteger(len) && len >= 0 ? len : undefined;
 }
 
-// Write a stream of Uint8Array chunks into wasm memory; returns { ptr, size }.
-async function streamInto(engine, stream, size, name, onProgress, signal) {
-  const reader = stream.getReader();
-  const report = (loaded) => onProgress?.({ loaded, total: size });
+// Write a stream's chunks into wasm memory after `head` (bytes already read
+// from it); returns { ptr, size }. onProgress({ loaded, total, from }).
+async function streamInto(engine, reader, size, name, { onProgress, signal, from, head }) {
+  const report = (loaded, total) => onProgress?.({ loaded, total, from });
   let ptr = 0;
   try {
     if (size !== undefined) {
       ptr = engine.alloc(size);
       let off = 0;
-      report(0);
+      const put = (value) => {
+        if (off + value.length > size) throw new WispError('io', `${name}: more bytes arrived than the announced ${size}`);
+        engine.u8.set(value, ptr + off);
+        off += value.length;
+        report(off, size);
+      };
+      report(0, size);
+      if (head?.length) put(head);
       for (;;) {
         checkAbort(signal);
         const { done, value } = await reader.read();
         if (done) break;
-        if (off + value.length > size) throw new WispError('io', `${name}: more bytes arrived than the announced ${size}`);
-        engine.u8.set(value, ptr + off);
-        off += value.length;
-        report(off);
+        put(value);
       }
       if (off !== size) throw new WispError('io', `${name}: truncated: ${off} of ${size} bytes arrived`);
       return { ptr, size };
     }
-    const chunks = [];
-    let total = 0;
+    const chunks = head?.length ? [head] : [];
+    let total = head?.length ?? 0;
     for (;;) {
       checkAbort(signal);
       const { done, value } = await reader.read();
       if (done) break;
       chunks.push(value);
       total += value.length;
-      onProgress?.({ loaded: total, total: undefined });
+      report(total, undefined);
     }
     ptr = engine.alloc(total);
     let off = 0;
@@ -125,99 +129,128 @@ async function streamInto(engine, stream, size, name, onProgress, signal) {
   }
 }
 
-async function readPathInto(engine, path, onProgress, signal) {
+async function openPath(source) {
+  const path = await nodePath(source);
   const { open } = await import('node:fs/promises');
-  let fh;
   try {
-    fh = await open(path, 'r');
+    return { path, fh: await open(path, 'r') };
   } catch (e) {
     throw new WispError('io', `cannot open ${path}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
   }
+}
+
+async function readFileInto(engine, fh, size, path, { onProgress, signal }) {
   let ptr = 0;
   try {
-    const { size } = await fh.stat();
     ptr = engine.alloc(size);
     let off = 0;
-    onProgress?.({ loaded: 0, total: size });
+    onProgress?.({ loaded: 0, total: size, from: 'file' });
     while (off < size) {
       checkAbort(signal);
       const n = Math.min(CHUNK, size - off);
       const { bytesRead } = await fh.read(engine.u8, ptr + off, n, off);
       if (bytesRead === 0) throw new WispError('io', `${path}: the file shrank while being read`);
       off += bytesRead;
-      onProgress?.({ loaded: off, total: size });
+      onProgress?.({ loaded: off, total: size, from: 'file' });
     }
     return { ptr, size };
   } catch (e) {
     if (ptr) engine.free(ptr);
     throw e;
-  } finally {
-    await fh.close();
   }
 }
 
-// Copy the whole source into wasm memory: { ptr, size } (ptr from ww_alloc,
-// owned by the caller). onProgress({loaded, total}) as bytes arrive.
-export async function readIntoEngine(engine, source, { onProgress, signal } = {}) {
+// A model source opened once for both planning and reading:
+//   { name, size (undefined if unknown), from, prefix: { read(n) -> the first n bytes },
+//     into(engine, { onProgress }) -> { ptr, size } in wasm memory (ptr from ww_alloc, owned by the caller),
+//     close() }
+// A download is requested once: its header is read from the body's first
+// chunks (prefix), which `into` then writes before the rest.
+export async function openSource(source, { signal } = {}) {
   checkAbort(signal);
   const kind = sourceKind(source);
   const name = sourceName(source);
   if (kind === 'bytes') {
     const bytes = asBytes(source);
-    const ptr = engine.alloc(bytes.length);
-    engine.u8.set(bytes, ptr);
-    onProgress?.({ loaded: bytes.length, total: bytes.length });
-    return { ptr, size: bytes.length };
+    return {
+      name, size: bytes.length, from: 'memory', prefix: { read: async (n) => bytes.subarray(0, n) }, close() {},
+      async into(engine, { onProgress } = {}) {
+        const ptr = engine.alloc(bytes.length);
+        engine.u8.set(bytes, ptr);
+        onProgress?.({ loaded: bytes.length, total: bytes.length, from: 'memory' });
+        return { ptr, size: bytes.length };
+      },
+    };
   }
-  if (kind === 'blob') return streamInto(engine, source.stream(), source.size, name, onProgress, signal);
-  if (kind === 'path') return readPathInto(engine, await nodePath(source), onProgress, signal);
+  if (kind === 'blob') return blobSource(source, name, 'file', signal);
+  if (kind === 'path') {
+    const { path, fh } = await openPath(source);
+    const { size } = await fh.stat();
+    return {
+      name, size, from: 'file', close: () => fh.close(),
+      prefix: {
+        async read(n) {
+          const buf = new Uint8Array(Math.min(n, size));
+          const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+          return buf.subarray(0, bytesRead);
+        },
+      },
+      into: (engine, o = {}) => readFileInto(engine, fh, size, path, { ...o, signal }),
+    };
+  }
   const res = kind === 'response' ? source : await fetchChecked(resolveUrl(source), { signal, credentials: 'same-origin' });
+  return responseSource(res, name, 'network', signal);
+}
+
+export function blobSource(blob, name, from, signal) {
+  return {
+    name, size: blob.size, from, close() {},
+    prefix: { read: async (n) => new Uint8Array(await blob.slice(0, n).arrayBuffer()) },
+    into: (engine, { onProgress } = {}) => streamInto(engine, blob.stream().getReader(), blob.size, name,
+      { onProgress, signal, from }),
+  };
+}
+
+export function responseSource(res, name, from, signal) {
   if (!res.body) throw new WispError('io', `${name}: the response has no body`);
-  return streamInto(engine, res.body, bodyLength(res), name, onProgress, signal);
+  const reader = res.body.getReader();
+  const size = bodyLength(res);
+  const prefix = streamPrefix(reader, signal);
+  return {
+    name, size, from, prefix,
+    into: (engine, { onProgress } = {}) => streamInto(engine, reader, size, name,
+      { onProgress, signal, from, head: prefix.taken() }),
+    close: () => reader.cancel().catch(() => {}),
+  };
+}
+
+// Copy the whole source into wasm memory: { ptr, size } (ptr from ww_alloc,
+// owned by the caller). onProgress({loaded, total, from}) as bytes arrive.
+export async function readIntoEngine(engine, source, { onProgress, signal } = {}) {
+  const src = await openSource(source, { signal });
+  try {
+    return await src.into(engine, { onProgress });
+  } finally {
+    await src.close();
+  }
 }
 
 // Reading only the start of a source: { size (undefined if unknown),
-// read(n) -> the first n bytes (fewer at the end), close() }.
+// read(n) -> the first n bytes (fewer at the end), close() }. URLs are read
+// with Range requests, so only the header crosses the network.
 export async function openPrefixReader(source, { signal } = {}) {
   const kind = sourceKind(source);
-  if (kind === 'bytes') {
-    const bytes = asBytes(source);
-    return { size: bytes.length, read: async (n) => bytes.subarray(0, n), close() {} };
-  }
-  if (kind === 'blob') {
-    return { size: source.size, read: async (n) => new Uint8Array(await source.slice(0, n).arrayBuffer()), close() {} };
-  }
-  if (kind === 'path') {
-    const { open } = await import('node:fs/promises');
-    const path = await nodePath(source);
-    let fh;
-    try {
-      fh = await open(path, 'r');
-    } catch (e) {
-      throw new WispError('io', `cannot open ${path}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
-    }
-    const { size } = await fh.stat();
-    return {
-      size,
-      async read(n) {
-        const buf = new Uint8Array(Math.min(n, size));
-        const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-        return buf.subarray(0, bytesRead);
-      },
-      close: () => fh.close(),
-    };
-  }
-  if (kind === 'response') return streamPrefixReader(source.body, bodyLength(source), signal);
-  return urlPrefixReader(resolveUrl(source), signal);
+  if (kind === 'url') return urlPrefixReader(resolveUrl(source), signal);
+  const src = await openSource(source, { signal });
+  return { size: src.size, read: src.prefix.read, close: src.close };
 }
 
-// A stream read only as far as needed; the rest is cancelled on close.
-function streamPrefixReader(body, size, signal) {
-  const reader = body.getReader();
+// The start of a stream, read only as far as asked and kept: taken() hands
+// what was read to whoever reads the rest from the same reader.
+function streamPrefix(reader, signal) {
   let have = new Uint8Array(0);
   let ended = false;
   return {
-    size,
     async read(n) {
       while (have.length < n && !ended) {
         checkAbort(signal);
@@ -230,8 +263,17 @@ function streamPrefixReader(body, size, signal) {
       }
       return have.subarray(0, n);
     },
-    close: () => reader.cancel().catch(() => {}),
+    taken() {
+      const head = have;
+      have = new Uint8Array(0);
+      return head;
+    },
   };
+}
+
+function streamPrefixReader(body, size, signal) {
+  const reader = body.getReader();
+  return { size, read: streamPrefix(reader, signal).read, close: () => reader.cancel().catch(() => {}) };
 }
 
 // HTTP: ask for byte ranges; a server that ignores Range sends the whole

@@ -134,6 +134,8 @@ export class WorkerModel {
     this.#client = client;
     this.info = loaded.info;
     this.memoryPlan = loaded.memoryPlan;
+    this.threads = loaded.threads;
+    this.whyNotThreaded = loaded.whyNotThreaded;
     this.lastStats = null;
     this.worker = true;
   }

@@ -12,6 +12,10 @@ let listen;
 if (typeof self === 'object' && typeof self.postMessage === 'function' && typeof window === 'undefined') {
   post = (msg, transfer) => self.postMessage(msg, transfer ?? []);
   listen = (fn) => self.addEventListener('message', (ev) => fn(ev.data));
+  // Emscripten rethrows a thread worker's failure to load (an Event) from
+  // its handler; the load it belongs to already fell back to one thread, so
+  // it must not take this worker down with it.
+  self.addEventListener('error', (ev) => { if (ev.error instanceof Event) ev.preventDefault(); });
 } else {
   const { parentPort } = await import('node:worker_threads');
   post = (msg, transfer) => parentPort.postMessage(msg, transfer ?? []);
@@ -51,7 +55,7 @@ const ops = {
       ctx.progress(p);
     };
     model = await Model.load(source, { ...options, signal: ctx.signal, onProgress });
-    return { info: model.info, memoryPlan: model.memoryPlan };
+    return { info: model.info, memoryPlan: model.memoryPlan, threads: model.threads, whyNotThreaded: model.whyNotThreaded };
   },
   plan: ({ options }) => needModel().plan(options),
   tokenize: ({ text, options }) => needModel().tokenize(text, options),

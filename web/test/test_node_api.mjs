@@ -229,6 +229,25 @@ await expectError(() => wisp.loadModel(bytes, { contxt: 5 }), 'arg', 'an unknown
 await expectError(() => wisp.loadModel(bytes, { kernels: 'avx9000' }), 'unsupported', 'an unknown kernel table');
 await expectError(() => model.complete(prompt, { temperature: -1 }), 'arg', 'a negative temperature');
 await expectError(() => wisp.loadAdapter(model, bytes), ['format', 'not_found'], 'a model is not an adapter');
+// A shard of llama.cpp's split GGUF (a header carrying split.count = 3) is
+// refused by name: core reads a model from one file.
+function ggufWithSplitCount(count) {
+  const key = new TextEncoder().encode('split.count');
+  const b = new DataView(new ArrayBuffer(4 + 4 + 8 + 8 + 8 + key.length + 4 + 2));
+  let o = 0;
+  'GGUF'.split('').forEach((c) => b.setUint8(o++, c.charCodeAt(0)));
+  b.setUint32(o, 3, true); o += 4; // version
+  b.setBigUint64(o, 0n, true); o += 8; // tensors
+  b.setBigUint64(o, 1n, true); o += 8; // metadata keys
+  b.setBigUint64(o, BigInt(key.length), true); o += 8;
+  key.forEach((c) => b.setUint8(o++, c));
+  b.setUint32(o, 2, true); o += 4; // GGUF type UINT16
+  b.setUint16(o, count, true);
+  return new Uint8Array(b.buffer);
+}
+const shardErr = await expectError(() => wisp.loadModel(ggufWithSplitCount(3)), 'unsupported', 'a shard of a split GGUF');
+check(/split\.count = 3/.test(shardErr.message) && /merge/.test(shardErr.message), `the shard refusal says why and what to do: ${shardErr.message}`);
+await expectError(() => wisp.plan(ggufWithSplitCount(3)), 'unsupported', 'planning a shard of a split GGUF');
 model.dispose();
 await expectError(() => model.complete(prompt), 'disposed', 'a disposed model');
 done();

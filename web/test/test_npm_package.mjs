@@ -19,7 +19,8 @@ const npm = (args, cwd) => execFileSync('npm', args, { cwd, env: npmEnv, encodin
 
 const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', dir, WEB_OUT], dir))[0];
 const files = packed.files.map((f) => f.path);
-for (const f of ['package.json', 'src/index.mjs', 'src/worker.mjs', 'types/index.d.ts', 'dist/wisp-engine.mjs', 'dist/wisp-engine.wasm', 'README.md'])
+for (const f of ['package.json', 'src/index.mjs', 'src/worker.mjs', 'types/index.d.ts', 'dist/wisp-engine.mjs', 'dist/wisp-engine.wasm',
+  'dist/wisp-engine-mt.mjs', 'dist/wisp-engine-mt.wasm', 'dist/wisp-engine-mt.worker.js', 'dist/package.json', 'README.md'])
   check(files.includes(f), `the tarball holds ${f}`);
 check(!files.some((f) => f.startsWith('demo/') || f.startsWith('test/')), 'the tarball leaves the demo and tests out');
 checkEqual(packed.name, 'wisp', 'package name');
@@ -54,5 +55,9 @@ checkEqual(r.peftConfig.r, 4, 'adapter.toPEFT() config rank');
 check(r.safetensorsBytes > 0, 'adapter.toPEFT() safetensors');
 checkEqual(r.adapterInfo.source, 'finetune', 'the adapter came from fine-tuning');
 check(typeof r.withAdapter === 'string' && r.withAdapter.length > 0, 'generation with the re-loaded adapter');
-console.log(`kernels ${r.kernels}, wasm memory ${r.afterLoad} bytes`);
+const { availableParallelism } = await import('node:os');
+const cores = Math.min(8, availableParallelism());
+checkEqual(r.threads, cores, 'installed package: the default threads are the reported cores (at most 8)');
+checkEqual(r.build, cores > 1 ? 'threaded' : 'single', 'installed package: the build that ran');
+console.log(`kernels ${r.kernels}, ${r.threads} thread(s), ${r.build} build, wasm memory ${r.afterLoad} bytes`);
 done();

@@ -19,6 +19,8 @@ export interface LoadProgress {
   loaded: number;
   /** bytes in all, when known */
   total: number | undefined;
+  /** where the bytes come from: a download, the browser's cache of models, a file, or memory */
+  from: 'network' | 'cache' | 'file' | 'memory';
 }
 
 /** What sizes the arena. Zero means the default. */
@@ -35,6 +37,12 @@ export interface EngineOptions {
   maxAdapters?: number;
   /** largest rank of an attached adapter; default 64 */
   maxLoraRank?: number;
+  /**
+   * threads to run on; default the cores the platform reports, at most 8. More than 1 needs the threaded
+   * build: always in Node, in browsers only on cross-origin isolated pages (COOP/COEP), else 1 (see
+   * whyNotThreaded). 1 forces the single-thread build. Scratch is planned per thread.
+   */
+  threads?: number;
 }
 
 export interface LoadOptions extends EngineOptions {
@@ -44,6 +52,8 @@ export interface LoadOptions extends EngineOptions {
   signal?: AbortSignal;
   /** run the model in a Web Worker (browsers) or a worker thread (Node) */
   worker?: boolean;
+  /** keep a model fetched by URL in the browser's Cache API and load it from there next time; default true */
+  cache?: boolean;
 }
 
 export interface WorkerLoadOptions extends Omit<LoadOptions, 'worker'> {
@@ -66,17 +76,35 @@ export interface MemoryPlan {
   weights: number;
   /** size of the GGUF (undefined when a server did not say) */
   fileBytes: number | undefined;
-  config: { ctx: number; batch: number; kvType: 'f16' | 'f32'; maxTextBytes: number; maxAdapters: number; maxLoraRank: number };
+  config: { ctx: number; batch: number; kvType: 'f16' | 'f32'; maxTextBytes: number; maxAdapters: number; maxLoraRank: number; threads: number };
   model: { nVocab: number; dim: number; nLayers: number; nHeads: number; nKvHeads: number; headDim: number; ffnDim: number; ctxTrain: number };
   /** from plan(source): general.name and general.architecture */
   name?: string;
   architecture?: string;
   /** from plan(source): wasm memory loading will take (file + arena + engine) */
   wasmBytes?: number;
-  /** from plan(source): whether that fits wasm32's 2 GiB */
+  /** from plan(source): whether that fits wasm32's 4 GiB */
   fitsWasm?: boolean;
+  /** from plan(source): the engine builds and whether the model fits each */
+  builds?: EngineBuildFit[];
+  /** from plan(source): the build loadModel will use, null when none fits (loadModel then refuses it) */
+  build?: 'wasm32' | null;
+  /** from plan(source): why the plan is for one thread (null when for more) */
+  whyNotThreaded?: string | null;
   /** from plan(source, { finetune }): the fine-tuning session's own arena */
   finetune?: MemoryPlan;
+}
+
+/** One engine build against a plan: its address space and whether the model fits. */
+export interface EngineBuildFit {
+  name: 'wasm32' | 'wasm64';
+  /** bytes the build can address (undefined when not built) */
+  limitBytes: number | undefined;
+  /** undefined when the file size is unknown */
+  fits: boolean | undefined;
+  /** false: this package has no such build (why says so) */
+  available?: boolean;
+  why?: string;
 }
 
 /** What sizes a fine-tuning session's arena. */
@@ -88,6 +116,10 @@ export interface PlanOptions extends EngineOptions {
   signal?: AbortSignal;
   /** also plan a fine-tuning session of this shape (plan.finetune; wasmBytes includes it) */
   finetune?: FinetuneShape;
+  /** plan for this many threads (default: what loadModel would choose) */
+  threads?: number;
+  /** false: do not read a cached copy of a URL's model; default true */
+  cache?: boolean;
 }
 
 export interface GenerateOptions {
@@ -134,6 +166,8 @@ export interface GenerationStats {
   /** decode speed, after the first token */
   tokensPerSecond: number;
   stopReason: 'length' | 'eos' | 'stop' | 'abort' | 'context';
+  /** pieces of work (row ranges of products, attention heads) the other threads ran; 0 on one thread */
+  workerPieces: number;
 }
 
 /** A prompt/completion record, or an Alpaca-style instruction record: only the response is scored. */
@@ -237,7 +271,18 @@ export interface ModelInfo {
   architecture: string | undefined;
   /** the kernel table in use, e.g. 'wasm-simd128' */
   kernels: string;
+  /** the engine build: 'threaded' (wasm threads) or 'single' */
+  build: 'threaded' | 'single';
   source: string;
+  /** for a URL: 'hit' (read from the cache), 'stored' (downloaded and kept), or why it was not cached */
+  cache?: string;
+}
+
+/** A model kept in the browser's cache. */
+export interface CachedModel {
+  url: string;
+  /** undefined when the server did not say */
+  bytes: number | undefined;
 }
 
 export interface TokenizeOptions {
@@ -254,6 +299,10 @@ export interface DetokenizeOptions {
 /** A model running in the calling thread. */
 export interface Model {
   readonly info: ModelInfo;
+  /** threads generation and fine-tuning run on (1: the single-thread build) */
+  readonly threads: number;
+  /** why the model runs on one thread, e.g. the page is not cross-origin isolated; null when threaded */
+  readonly whyNotThreaded: string | null;
   /** the plan the model was initialised with */
   readonly memoryPlan: MemoryPlan;
   /** figures of the last generation */
@@ -289,6 +338,10 @@ export interface WorkerAdapter {
 export interface WorkerModel {
   readonly worker: true;
   readonly info: ModelInfo;
+  /** threads generation and fine-tuning run on (1: the single-thread build) */
+  readonly threads: number;
+  /** why the model runs on one thread, e.g. the page is not cross-origin isolated; null when threaded */
+  readonly whyNotThreaded: string | null;
   readonly memoryPlan: MemoryPlan;
   readonly lastStats: GenerationStats | null;
   /** as of the worker's last reply */
@@ -324,6 +377,12 @@ export declare function createWorkerModel(source: ModelSource, options?: WorkerL
 export declare function plan(source: ModelSource, options?: PlanOptions): Promise<MemoryPlan>;
 export declare function loadAdapter(model: Model, source: AdapterSource, options?: AdapterLoadOptions): Promise<Adapter>;
 export declare function loadAdapter(model: WorkerModel, source: AdapterSource, options?: AdapterLoadOptions): Promise<WorkerAdapter>;
-/** Where the .wasm is, when a bundler moved it. */
-export declare function configureEngine(options: { wasmUrl?: string | URL; wasmBinary?: ArrayBuffer | Uint8Array; wasmModule?: WebAssembly.Module }): void;
+/** Models kept in the browser's cache (empty where there is no Cache API, as in Node). */
+export declare function cachedModels(): Promise<CachedModel[]>;
+/** Forget one cached model (by URL), or all of them; true if anything was removed. */
+export declare function clearCache(url?: string | URL): Promise<boolean>;
+/** Where the .wasm files are, when a bundler moved them (threadedWasmUrl: dist/wisp-engine-mt.wasm). */
+export declare function configureEngine(options: {
+  wasmUrl?: string | URL; threadedWasmUrl?: string | URL; wasmBinary?: ArrayBuffer | Uint8Array; wasmModule?: WebAssembly.Module;
+}): void;
 export declare const version: string;

@@ -22,5 +22,6 @@ console.log(JSON.stringify({
   version, text, ids, planTotal: planned.total, initTotal: model.memoryPlan.total, afterLoad, afterGenerate,
   progress, ggufMagic: new TextDecoder().decode(gguf.subarray(0, 4)), peftConfig: JSON.parse(peft.config),
   safetensorsBytes: peft.safetensors.length, adapterInfo: adapter.info, withAdapter, kernels: model.info.kernels,
+  threads: model.threads, build: model.info.build,
 }));
 model.dispose();

@@ -1,7 +1,8 @@
 // Compiled (never run) by test_types.mjs: every public call with its types,
 // and misuses the .d.ts must reject.
 import {
-  loadModel, createWorkerModel, plan, loadAdapter, configureEngine, version, WispError,
+  loadModel, createWorkerModel, plan, loadAdapter, configureEngine, version, WispError, cachedModels, clearCache,
+  type CachedModel,
   type Model, type WorkerModel, type Adapter, type WorkerAdapter, type MemoryPlan, type GenerationStats,
   type FinetuneProgress, type PeftFiles,
 } from 'wisp';
@@ -10,7 +11,18 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const p: MemoryPlan = await plan(file, { ctx: 512, finetune: { rank: 8, ctx: 128, batch: 4 } });
   const trainBytes: number | undefined = p.finetune?.parts.activations;
   const total: number = p.total + p.parts.kv_cache + p.model.nLayers;
-  const m: Model = await loadModel(bytes, { ctx: 256, kvType: 'f16', onProgress: ({ loaded, total: all }) => console.log(loaded, all) });
+  const m: Model = await loadModel(bytes, { ctx: 256, kvType: 'f16', threads: 2, onProgress: ({ loaded, total: all, from }) => console.log(loaded, all, from) });
+  const threads: number = m.threads + p.config.threads;
+  const why: string | null = m.whyNotThreaded;
+  const fits: boolean | undefined = p.builds?.find((b) => b.name === 'wasm32')?.fits;
+  const build: 'threaded' | 'single' = m.info.build;
+  console.log(threads, why, fits, build, p.build);
+  const cached: CachedModel[] = await cachedModels();
+  const removed: boolean = await clearCache(cached[0]?.url);
+  const hit: string | undefined = (await loadModel('/m.gguf', { cache: false })).info.cache;
+  console.log(removed, hit, await clearCache());
+  // @ts-expect-error cache is a boolean
+  await loadModel(bytes, { cache: 'yes' });
   const text: string = await m.complete('Once', { maxTokens: 8, temperature: 0, topK: 40, topP: 0.9, minP: 0.05, repeatPenalty: 1.1, seed: 1 });
   const ac = new AbortController();
   for await (const piece of m.generate('Once', { signal: ac.signal, stop: ['\n'], seed: 5n })) console.log(piece.toUpperCase());
@@ -34,6 +46,8 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   await m.complete('Once', { temperature: 'hot' });
   // @ts-expect-error direct adapters export synchronously
   (await adapter.toGGUF()).then;
+  // @ts-expect-error threads is a number
+  await loadModel(bytes, { threads: 'all' });
   // @ts-expect-error unknown kv type
   await loadModel(bytes, { kvType: 'q8' });
   // @ts-expect-error unknown schedule
@@ -44,6 +58,9 @@ async function worker(url: string): Promise<void> {
   const wm: WorkerModel = await loadModel(url, { worker: true });
   const w2: WorkerModel = await createWorkerModel(new URL(url), { workerUrl: '/worker.mjs' });
   const text: string = await wm.complete('Once');
+  const wt: number = wm.threads;
+  const wwhy: string | null = wm.whyNotThreaded;
+  console.log(wt, wwhy);
   const a: WorkerAdapter = await wm.finetune(['doc one', 'doc two'], { steps: 1 });
   await wm.useAdapter(a, 1);
   const bytes: Uint8Array = await a.toGGUF();
@@ -57,7 +74,7 @@ async function worker(url: string): Promise<void> {
   console.log(sync);
 }
 
-configureEngine({ wasmUrl: '/wisp-engine.wasm' });
+configureEngine({ wasmUrl: '/wisp-engine.wasm', threadedWasmUrl: '/wisp-engine-mt.wasm' });
 try {
   await direct(new Uint8Array(0), new File([], 'm.gguf'));
   await worker('m.gguf');
