@@ -1,0 +1,131 @@
+/* The values a template computes with (Python's, as Jinja sees them), the
+ * work heap they live in, and the renderer's state. */
+#ifndef WISP_TEMPLATE_VALUE_H
+#define WISP_TEMPLATE_VALUE_H
+
+#include "template_internal.h"
+
+typedef enum tpl_kind {
+    V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT, V_NAMESPACE, V_LOOP, V_MACRO, V_FUNC
+} tpl_kind;
+
+/* Globals that are functions. */
+enum { FN_RAISE, FN_NAMESPACE, FN_STRFTIME, FN_RANGE, FN_DICT };
+
+struct tpl_list;
+struct tpl_dict;
+struct tpl_loop;
+
+typedef struct tpl_val {
+    uint8_t kind;
+    uint32_t n; /* string length */
+    union {
+        int64_t i; /* bool, int, function id, macro node */
+        double f;
+        const char *s;
+        struct tpl_list *l;
+        struct tpl_dict *d; /* dicts and namespaces */
+        struct tpl_loop *loop;
+    } u;
+} tpl_val;
+
+typedef struct tpl_list {
+    uint32_t n;
+    tpl_val items[];
+} tpl_list;
+
+typedef struct tpl_dict { /* insertion-ordered, as Python's */
+    uint32_t n, cap;
+    tpl_val *keys, *vals;
+} tpl_dict;
+
+typedef struct tpl_loop {
+    const tpl_list *items;
+    uint32_t index0;
+} tpl_loop;
+
+typedef struct tpl_var {
+    const char *name;
+    uint32_t len;
+    tpl_val val;
+} tpl_var;
+
+#define TPL_MAX_FRAMES 64
+
+/* One render in progress. */
+typedef struct tpl_render {
+    wisp_template *t;
+    const wisp_template_vars *vars;
+    wisp_error *err;
+    bool failed;
+    /* output */
+    char *out;
+    size_t cap, len;
+    /* work heap: a bump allocator, released back to a mark where nothing can still point into it */
+    size_t heap_used;
+    uint64_t retains; /* counts writes that can keep a heap value alive (namespace attributes, outer sets) */
+    /* variables: frames of a stack; a macro frame sees only itself and the globals */
+    uint32_t n_vars;
+    uint32_t frame_start[TPL_MAX_FRAMES];
+    bool frame_barrier[TPL_MAX_FRAMES];
+    uint32_t n_frames;
+    uint32_t steps;
+    int call_depth;
+} tpl_render;
+
+/* heap */
+void *tpl_alloc(tpl_render *r, size_t bytes);
+tpl_list *tpl_list_new(tpl_render *r, uint32_t n);
+tpl_dict *tpl_dict_new(tpl_render *r, uint32_t cap);
+bool tpl_dict_set(tpl_render *r, tpl_dict *d, tpl_val key, tpl_val val);
+const tpl_val *tpl_dict_get(const tpl_dict *d, const char *key, size_t n);
+
+/* constructors */
+static inline tpl_val tpl_undef(void) { tpl_val v = {V_UNDEF, 0, {0}}; return v; }
+static inline tpl_val tpl_none(void) { tpl_val v = {V_NONE, 0, {0}}; return v; }
+static inline tpl_val tpl_bool(bool b) { tpl_val v = {V_BOOL, 0, {0}}; v.u.i = b; return v; }
+static inline tpl_val tpl_int(int64_t i) { tpl_val v = {V_INT, 0, {0}}; v.u.i = i; return v; }
+static inline tpl_val tpl_float(double f) { tpl_val v = {V_FLOAT, 0, {0}}; v.u.f = f; return v; }
+static inline tpl_val tpl_str(const char *s, size_t n) { tpl_val v = {V_STR, (uint32_t)n, {0}}; v.u.s = s; return v; }
+static inline tpl_val tpl_list_val(tpl_list *l) { tpl_val v = {V_LIST, 0, {0}}; v.u.l = l; return v; }
+
+/* Python semantics */
+bool tpl_truthy(const tpl_val *v);
+bool tpl_equal(const tpl_val *a, const tpl_val *b);
+const char *tpl_type_name(const tpl_val *v);
+
+/* Text building into the heap: a string grows at the heap's top until finished. */
+typedef struct tpl_sb {
+    tpl_render *r;
+    char *buf;
+    size_t len;
+} tpl_sb;
+void tpl_sb_begin(tpl_render *r, tpl_sb *b);
+void tpl_sb_put(tpl_sb *b, const char *s, size_t n);
+tpl_val tpl_sb_end(tpl_sb *b);
+
+/* str(v) (Jinja's printing: undefined prints nothing), repr and json.dumps (ensure_ascii off). */
+bool tpl_write_str(tpl_sb *b, const tpl_val *v);
+bool tpl_write_repr(tpl_sb *b, const tpl_val *v);
+bool tpl_write_json(tpl_sb *b, const tpl_val *v, int indent, int level);
+
+/* Errors during rendering carry the line of the node being evaluated. */
+bool tpl_error(tpl_render *r, wisp_status s, uint32_t line, const char *fmt, ...);
+
+/* Code points (Python indexes strings by them). */
+size_t tpl_utf8_len(const char *s, size_t n);
+size_t tpl_utf8_offset(const char *s, size_t n, size_t cp_index);
+
+/* Shared by the evaluator (template_eval.c) and the statement renderer (template_render.c). */
+tpl_val tpl_eval(tpl_render *r, uint32_t node);
+bool tpl_step(tpl_render *r, uint32_t line);                       /* counts against max_steps */
+const tpl_val *tpl_lookup(tpl_render *r, const char *name, size_t n); /* NULL: undefined */
+bool tpl_bind(tpl_render *r, const char *name, size_t n, tpl_val v);  /* in the innermost frame */
+bool tpl_push_frame(tpl_render *r, bool barrier);
+void tpl_pop_frame(tpl_render *r);
+/* Call a macro: renders its body into a new string. */
+tpl_val tpl_call_macro(tpl_render *r, const tpl_node *call, const tpl_val *macro);
+/* Iterate: the items of a list, the characters of a string, the keys of a dict. */
+const tpl_list *tpl_iterable(tpl_render *r, const tpl_val *v, uint32_t line);
+
+#endif
