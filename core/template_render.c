@@ -187,7 +187,7 @@ static int render_for(tpl_render *r, const tpl_node *n) {
     lp->items = items;
     size_t mark = r->heap_used;
     uint64_t retains = r->retains;
-    for (uint32_t i = 0; i < items->n && !r->failed; i++) {
+    for (uint32_t i = 0; i < items->n && !r->failed && tpl_step(r, n->line); i++) {
         r->n_vars = r->frame_start[r->n_frames - 1]; /* each iteration starts with a fresh body scope */
         lp->index0 = i;
         assign_targets(r, n->a, &items->items[i], n->line);
@@ -297,7 +297,11 @@ static wisp_status check_source(const char *src, size_t len, wisp_error *err) {
         if (c == 0xC2 && i + 1 < len && (unsigned char)src[i + 1] == 0x85) cp = 0x85;
         if (c == 0xE2 && i + 2 < len && (unsigned char)src[i + 1] == 0x80 && ((unsigned char)src[i + 2] & 0xFE) == 0xA8)
             cp = 0x2028 + ((unsigned char)src[i + 2] & 1);
-        if (cp) return wisp_fail(err, WISP_ERR_UNSUPPORTED, "template: line separator U+%04x (at byte %zu) is not supported", cp, i);
+        if (cp) {
+            char hex[5] = {0};
+            for (int k = 3; k >= 0; k--, cp >>= 4) hex[k] = "0123456789ABCDEF"[cp & 15];
+            return wisp_fail(err, WISP_ERR_UNSUPPORTED, "template: line separator U+%s (at byte %zu) is not supported", hex, i);
+        }
         if (c == 0) return wisp_fail(err, WISP_ERR_FORMAT, "template: NUL byte at %zu", i);
     }
     return WISP_OK;

@@ -16,8 +16,10 @@ bool tpl_error(tpl_render *r, wisp_status s, uint32_t line, const char *fmt, ...
     va_end(ap);
     if (s == WISP_ERR_ARG && strncmp(msg, WISP_TEMPLATE_RAISED, sizeof WISP_TEMPLATE_RAISED - 1) == 0)
         wisp_fail(r->err, s, "%s", msg); /* the template's own words, unprefixed by a line */
-    else
+    else if (line)
         wisp_fail(r->err, s, "template line %u: %s", line, msg);
+    else
+        wisp_fail(r->err, s, "template: %s", msg);
     return false;
 }
 
