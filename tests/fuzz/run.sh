@@ -155,6 +155,17 @@ for name in "${names[@]}"; do
             [ -f "$WISP_FUZZ_VOCAB" ] || export WISP_FUZZ_VOCAB="$base_tiny"
             seed "$name" "$seeds"/*.text "$seeds/records.jsonl"
             opts+=(-max_len=8192 -dict="$PWD/tests/fuzz/json.dict") ;;
+        fuzz_template)
+            # the real templates of ../shared/golden/chat, each after an option byte
+            if [ -f "$S/golden/chat/templates.json" ] && [ -x /usr/bin/python3 ]; then
+                /usr/bin/python3 - "$S/golden/chat/templates.json" "$c" <<'EOF'
+import json, sys
+for i, t in enumerate(json.load(open(sys.argv[1], encoding="utf-8"))):
+    open("%s/seed-template-%d" % (sys.argv[2], i), "wb").write(bytes([0x7c]) + t["template"].encode())
+EOF
+            fi
+            printf '\x1f{%% for m in messages %%}{{ loop.index }}{{ m.content|trim|tojson }}{%% endfor %%}' > "$c/min-loop"
+            opts+=(-max_len=8192 -dict="$PWD/tests/fuzz/template.dict") ;;
         fuzz_train_state)
             export WISP_FUZZ_BASES="$base_tiny"
             seed "$name" "$seeds"/state-*
