@@ -25,7 +25,13 @@ typedef struct wisp_template_limits {
     size_t work_bytes;      /* values made while rendering (strings, lists, namespaces); default 256 KiB */
     uint32_t max_variables; /* live variables over all scopes; default 256 */
     uint32_t max_steps;     /* evaluation steps per render, against runaway loops; default 10 million */
+    uint32_t max_segments;  /* pieces of message text tracked inside made strings; default 4096 */
 } wisp_template_limits;
+
+/* A byte range of rendered text. */
+typedef struct wisp_text_span {
+    size_t start, len;
+} wisp_text_span;
 
 /* One message: `role` and `content` (UTF-8, not NUL-terminated necessarily). */
 typedef struct wisp_chat_message {
@@ -64,6 +70,15 @@ wisp_status wisp_template_init(wisp_template **out, void *mem, size_t size, cons
  * "template raised: <msg>"; text longer than cap-1 returns WISP_ERR_CAPACITY. */
 wisp_status wisp_template_render(wisp_template *t, const wisp_template_vars *vars, char *out, size_t cap,
                                  size_t *len, wisp_error *err);
+
+/* The same, also reporting which bytes of the text are message content (in
+ * order, adjacent ranges merged): content stays content through slices, trim,
+ * concatenation, join and macros, so a chat can tokenize the template's own
+ * text with special tokens and the messages' text without. More ranges than
+ * span_cap is WISP_ERR_CAPACITY. */
+wisp_status wisp_template_render_spans(wisp_template *t, const wisp_template_vars *vars, char *out, size_t cap,
+                                       size_t *len, wisp_text_span *spans, size_t span_cap, size_t *n_spans,
+                                       wisp_error *err);
 
 /* The prefix of a message raised by the template itself. */
 #define WISP_TEMPLATE_RAISED "template raised: "

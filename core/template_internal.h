@@ -130,6 +130,8 @@ struct wisp_template {
     uint32_t var_cap;
     uint8_t *heap;
     size_t heap_cap;
+    struct tpl_seg *segs; /* message text inside heap strings */
+    uint32_t seg_cap;
     wisp_template_limits lim;
 };
 

@@ -67,6 +67,7 @@ static bool emit(tpl_render *r, const char *s, size_t n) {
     if (r->failed) return false;
     if (n >= r->cap - r->len)
         return tpl_error(r, WISP_ERR_CAPACITY, 0, "the rendered text does not fit in %zu bytes", r->cap);
+    tpl_note_copy(r, s, n, r->len, true);
     memcpy(r->out + r->len, s, n);
     r->len += n;
     return true;
@@ -92,7 +93,7 @@ static bool emit_value(tpl_render *r, const tpl_val *v) {
     if (!tpl_write_str(&b, v)) return false;
     tpl_val s = tpl_sb_end(&b);
     bool ok = emit(r, s.u.s, s.n);
-    r->heap_used = mark;
+    tpl_release(r, mark);
     return ok;
 }
 
@@ -107,6 +108,10 @@ static tpl_val capture(tpl_render *r, uint32_t body) {
     tpl_sb_begin(r, &b);
     tpl_sb_put(&b, r->out + start, r->len - start);
     r->len = start;
+    /* what the body wrote is a string now, and its content pieces went with it */
+    while (r->spans && r->n_spans && r->spans[r->n_spans - 1].start >= start) r->n_spans--;
+    if (r->spans && r->n_spans && r->spans[r->n_spans - 1].start + r->spans[r->n_spans - 1].len > start)
+        r->spans[r->n_spans - 1].len = start - r->spans[r->n_spans - 1].start;
     return tpl_sb_end(&b);
 }
 
@@ -195,7 +200,7 @@ static int render_for(tpl_render *r, const tpl_node *n) {
         lv.u.loop = lp;
         tpl_bind(r, "loop", 4, lv);
         int flow = render_body(r, n->c);
-        if (r->retains == retains) r->heap_used = mark;
+        if (r->retains == retains) tpl_release(r, mark);
         if (flow == FLOW_BREAK) break;
     }
     tpl_pop_frame(r);
@@ -236,7 +241,7 @@ static int render_statement(tpl_render *r, uint32_t i) {
         uint64_t retains = r->retains;
         tpl_val v = tpl_eval(r, n->a);
         if (!r->failed) emit_value(r, &v);
-        if (r->retains == retains) r->heap_used = mark;
+        if (r->retains == retains) tpl_release(r, mark);
         return FLOW_NORMAL;
     }
     case N_IF: {
@@ -244,7 +249,7 @@ static int render_statement(tpl_render *r, uint32_t i) {
         uint64_t retains = r->retains;
         tpl_val c = tpl_eval(r, n->a);
         bool yes = tpl_truthy(&c);
-        if (r->retains == retains) r->heap_used = mark;
+        if (r->retains == retains) tpl_release(r, mark);
         if (r->failed) return FLOW_NORMAL;
         if (yes) return render_body(r, n->b);
         if (!n->c) return FLOW_NORMAL;
@@ -285,6 +290,7 @@ void wisp_template_limits_resolve(wisp_template_limits *lim) {
     if (!lim->work_bytes) lim->work_bytes = 256 * 1024;
     if (!lim->max_variables) lim->max_variables = 256;
     if (!lim->max_steps) lim->max_steps = 10 * 1000 * 1000;
+    if (!lim->max_segments) lim->max_segments = 4096;
 }
 
 /* Jinja would turn these into line breaks as well (str.splitlines); wisp refuses
@@ -316,7 +322,7 @@ static uint32_t effective_length(const char *src, size_t len) {
 
 /* One layout for planning (t NULL: sizes are only added up) and carving. */
 typedef struct layout_sizes {
-    size_t header, src, pool, nodes, vars, heap;
+    size_t header, src, pool, nodes, vars, heap, segs;
 } layout_sizes;
 
 static wisp_status layout(const char *src, size_t len, const wisp_template_limits *lim, layout_sizes *z, wisp_error *err) {
@@ -331,6 +337,7 @@ static wisp_status layout(const char *src, size_t len, const wisp_template_limit
     z->nodes = wisp_bytes_of((size_t)tokens * 2 + 2, sizeof(tpl_node)); /* at most two nodes per token, plus node 0 */
     z->vars = wisp_bytes_of(lim->max_variables, sizeof(tpl_var));
     z->heap = wisp_bytes_of(lim->work_bytes, 1);
+    z->segs = wisp_bytes_of(lim->max_segments, sizeof(tpl_seg));
     return WISP_OK;
 }
 
@@ -341,12 +348,13 @@ static size_t total(const layout_sizes *z) {
     t = wisp_bytes_add(t, z->pool);
     t = wisp_bytes_add(t, z->nodes);
     t = wisp_bytes_add(t, z->vars);
-    return wisp_bytes_add(t, z->heap);
+    t = wisp_bytes_add(t, z->heap);
+    return wisp_bytes_add(t, z->segs);
 }
 
 wisp_status wisp_template_plan(const char *src, size_t len, const wisp_template_limits *lim_in, size_t *bytes,
                                wisp_error *err) {
-    wisp_template_limits lim = lim_in ? *lim_in : (wisp_template_limits){0, 0, 0};
+    wisp_template_limits lim = lim_in ? *lim_in : (wisp_template_limits){0, 0, 0, 0};
     wisp_template_limits_resolve(&lim);
     layout_sizes z;
     if (!src && len) return wisp_fail(err, WISP_ERR_ARG, "template: no source");
@@ -358,7 +366,7 @@ wisp_status wisp_template_plan(const char *src, size_t len, const wisp_template_
 
 wisp_status wisp_template_init(wisp_template **out, void *mem, size_t size, const char *src, size_t len,
                                const wisp_template_limits *lim_in, wisp_error *err) {
-    wisp_template_limits lim = lim_in ? *lim_in : (wisp_template_limits){0, 0, 0};
+    wisp_template_limits lim = lim_in ? *lim_in : (wisp_template_limits){0, 0, 0, 0};
     wisp_template_limits_resolve(&lim);
     wisp_error local;
     if (!err) err = &local;
@@ -382,7 +390,8 @@ wisp_status wisp_template_init(wisp_template **out, void *mem, size_t size, cons
     tpl_node *nodes = wisp_arena_alloc(&a, z.nodes, WISP_PART_TEXT);
     tpl_var *vars = wisp_arena_alloc(&a, z.vars, WISP_PART_TEXT);
     uint8_t *heap = wisp_arena_alloc(&a, z.heap, WISP_PART_TEXT);
-    if (!t || !src_copy || !pool || !nodes || !vars || !heap || a.used != need)
+    tpl_seg *segs = wisp_arena_alloc(&a, z.segs, WISP_PART_TEXT);
+    if (!t || !src_copy || !pool || !nodes || !vars || !heap || !segs || a.used != need)
         return wisp_fail(err, WISP_ERR_INTERNAL, "template: carving disagreed with the plan (%zu vs %zu bytes)", a.used, need);
     memcpy(src_copy, src, len);
     t->src = src_copy;
@@ -395,6 +404,8 @@ wisp_status wisp_template_init(wisp_template **out, void *mem, size_t size, cons
     t->var_cap = lim.max_variables;
     t->heap = heap;
     t->heap_cap = lim.work_bytes;
+    t->segs = segs;
+    t->seg_cap = lim.max_segments;
     t->lim = lim;
     s = tpl_parse(t, err);
     if (s) return s;
@@ -424,6 +435,12 @@ static bool bind_globals(tpl_render *r) {
 
 wisp_status wisp_template_render(wisp_template *t, const wisp_template_vars *vars, char *out, size_t cap, size_t *len,
                                  wisp_error *err) {
+    return wisp_template_render_spans(t, vars, out, cap, len, NULL, 0, NULL, err);
+}
+
+wisp_status wisp_template_render_spans(wisp_template *t, const wisp_template_vars *vars, char *out, size_t cap,
+                                       size_t *len, wisp_text_span *spans, size_t span_cap, size_t *n_spans,
+                                       wisp_error *err) {
     if (!t || !vars || !out || cap == 0 || (!vars->messages && vars->n_messages))
         return wisp_fail(err, WISP_ERR_ARG, "template render: missing argument");
     if (vars->n_messages > 1000000) return wisp_fail(err, WISP_ERR_ARG, "template render: too many messages");
@@ -437,9 +454,12 @@ wisp_status wisp_template_render(wisp_template *t, const wisp_template_vars *var
     r.err = err;
     r.out = out;
     r.cap = cap;
+    r.spans = spans;
+    r.span_cap = spans ? span_cap : 0;
     if (bind_globals(&r)) render_body(&r, t->root);
     out[r.failed ? 0 : r.len] = 0;
     if (len) *len = r.failed ? 0 : r.len;
+    if (n_spans) *n_spans = r.failed ? 0 : r.n_spans;
     if (r.failed) return err->status ? err->status : WISP_ERR_INTERNAL;
     return WISP_OK;
 }

@@ -36,6 +36,75 @@ void *tpl_alloc(tpl_render *r, size_t bytes) {
     return p;
 }
 
+void tpl_release(tpl_render *r, size_t mark) {
+    r->heap_used = mark;
+    while (r->n_segs && r->t->segs[r->n_segs - 1].off >= mark) r->n_segs--;
+}
+
+static bool add_seg(tpl_render *r, size_t off, size_t len) {
+    tpl_seg *last = r->n_segs ? &r->t->segs[r->n_segs - 1] : NULL;
+    if (last && last->off + last->len == off) {
+        last->len += (uint32_t)len;
+        return true;
+    }
+    if (r->n_segs >= r->t->seg_cap)
+        return tpl_error(r, WISP_ERR_CAPACITY, 0, "more than %u pieces of message text inside strings (max_segments)", r->t->seg_cap);
+    r->t->segs[r->n_segs].off = (uint32_t)off;
+    r->t->segs[r->n_segs++].len = (uint32_t)len;
+    return true;
+}
+
+static bool add_span(tpl_render *r, size_t start, size_t len) {
+    if (!r->spans || !len) return true;
+    wisp_text_span *last = r->n_spans ? &r->spans[r->n_spans - 1] : NULL;
+    if (last && last->start + last->len == start) {
+        last->len += len;
+        return true;
+    }
+    if (r->n_spans >= r->span_cap)
+        return tpl_error(r, WISP_ERR_CAPACITY, 0, "the text has more than %zu pieces of message content", r->span_cap);
+    r->spans[r->n_spans].start = start;
+    r->spans[r->n_spans++].len = len;
+    return true;
+}
+
+static bool mark_copy(tpl_render *r, size_t dst, size_t len, bool to_output) {
+    return to_output ? add_span(r, dst, len) : add_seg(r, dst, len);
+}
+
+static bool within(const char *p, size_t n, const char *base, size_t size) {
+    return base && p >= base && p + n <= base + size && (size_t)(p - base) <= size;
+}
+
+void tpl_note_copy(tpl_render *r, const char *src, size_t n, size_t dst, bool to_output) {
+    if (!n || r->failed || !r->spans) return; /* only a caller asking for the spans pays for them */
+    for (size_t i = 0; i < r->vars->n_messages; i++) { /* straight from a message */
+        const wisp_chat_message *m = &r->vars->messages[i];
+        if (within(src, n, m->content, m->content_len)) {
+            mark_copy(r, dst, n, to_output);
+            return;
+        }
+    }
+    const char *heap = (const char *)r->t->heap;
+    if (within(src, n, heap, r->t->heap_cap)) { /* from a string made earlier */
+        size_t off = (size_t)(src - heap);
+        for (uint32_t k = 0; k < r->n_segs; k++) {
+            const tpl_seg *sg = &r->t->segs[k];
+            size_t lo = sg->off > off ? sg->off : off, hi = sg->off + sg->len < off + n ? sg->off + sg->len : off + n;
+            if (lo < hi) mark_copy(r, dst + (lo - off), hi - lo, to_output);
+        }
+        return;
+    }
+    if (within(src, n, r->out, r->len) && r->spans) { /* output captured by a macro or block set */
+        size_t off = (size_t)(src - r->out);
+        for (size_t k = 0; k < r->n_spans; k++) {
+            const wisp_text_span *sp = &r->spans[k];
+            size_t lo = sp->start > off ? sp->start : off, hi = sp->start + sp->len < off + n ? sp->start + sp->len : off + n;
+            if (lo < hi) mark_copy(r, dst + (lo - off), hi - lo, to_output);
+        }
+    }
+}
+
 tpl_list *tpl_list_new(tpl_render *r, uint32_t n) {
     tpl_list *l = tpl_alloc(r, sizeof(tpl_list) + (size_t)n * sizeof(tpl_val));
     if (l) l->n = n;
@@ -140,6 +209,7 @@ void tpl_sb_put(tpl_sb *b, const char *s, size_t n) {
                   r->t->heap_cap);
         return;
     }
+    tpl_note_copy(r, s, n, (size_t)((uint8_t *)b->buf - r->t->heap) + b->len, false);
     memcpy(b->buf + b->len, s, n);
     b->len += n;
 }

@@ -44,6 +44,11 @@ typedef struct tpl_loop {
     uint32_t index0;
 } tpl_loop;
 
+/* Bytes [off, off + len) of the heap hold message content. */
+typedef struct tpl_seg {
+    uint32_t off, len;
+} tpl_seg;
+
 typedef struct tpl_var {
     const char *name;
     uint32_t len;
@@ -71,10 +76,17 @@ typedef struct tpl_render {
     uint32_t n_frames;
     uint32_t steps;
     int call_depth;
+    /* provenance of message content: in heap strings and in the output */
+    uint32_t n_segs;
+    wisp_text_span *spans;
+    size_t span_cap, n_spans;
 } tpl_render;
 
 /* heap */
 void *tpl_alloc(tpl_render *r, size_t bytes);
+void tpl_release(tpl_render *r, size_t mark); /* back to a mark, with the provenance made since */
+/* n bytes from src are being copied to heap offset dst, or output offset dst (to_output): carry their provenance */
+void tpl_note_copy(tpl_render *r, const char *src, size_t n, size_t dst, bool to_output);
 tpl_list *tpl_list_new(tpl_render *r, uint32_t n);
 tpl_dict *tpl_dict_new(tpl_render *r, uint32_t cap);
 bool tpl_dict_set(tpl_render *r, tpl_dict *d, tpl_val key, tpl_val val);

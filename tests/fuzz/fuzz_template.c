@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t opt = data[0];
     const char *src = (const char *)data + 1;
     size_t len = size - 1;
-    wisp_template_limits lim = {16384u << (opt & 3), 64, 200000};
+    wisp_template_limits lim = {16384u << (opt & 3), 64, 200000, 64};
     size_t bytes = 0;
     wisp_error err;
     if (wisp_template_plan(src, len, &lim, &bytes, &err) != WISP_OK) return 0;
@@ -31,7 +31,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                    (opt & 64) ? "</s>" : NULL, 2024, 7, 26};
         char out[8192];
         size_t n = 0;
-        if (wisp_template_render(t, &vars, out, sizeof out, &n, &err) == WISP_OK && n >= sizeof out) abort();
+        wisp_text_span spans[32];
+        size_t n_spans = 0;
+        if (wisp_template_render_spans(t, &vars, out, sizeof out, &n, (opt & 128) ? spans : NULL, 32, &n_spans, &err) ==
+            WISP_OK) {
+            if (n >= sizeof out) abort();
+            for (size_t i = 0; i < n_spans; i++) /* content pieces lie inside the text, in order */
+                if (spans[i].start + spans[i].len > n || (i && spans[i].start < spans[i - 1].start + spans[i - 1].len)) abort();
+        }
     }
     free(mem);
     return 0;

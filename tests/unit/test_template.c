@@ -147,7 +147,7 @@ static void test_plan_exact(void) {
     const char *src = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}";
     wisp_error err = {0};
     size_t bytes = 0;
-    wisp_template_limits lim = {4096, 32, 0};
+    wisp_template_limits lim = {4096, 32, 0, 0};
     REQUIRE(wisp_template_plan(src, strlen(src), &lim, &bytes, &err) == WISP_OK, "%s", err.message);
     uint8_t *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
     wisp_template *t = NULL;
@@ -169,7 +169,44 @@ static void test_plan_exact(void) {
     free(mem);
 }
 
+/* Which bytes of the rendering are message content: through concatenation,
+ * trim, slices, split, join and macro capture, never the template's text. */
+static void test_content_spans(void) {
+    static const char *const srcs[] = {
+        "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content|trim + '<|im_end|>\\n' }}{% endfor %}",
+        "{% macro turn(m) %}[{{ m.content.split(' ')|join(' ') }}]{% endmacro %}{% for m in messages %}{{ turn(m) }}{% endfor %}",
+        "{% set ns = namespace(t='') %}{% for m in messages %}{% set ns.t = ns.t ~ '<' ~ m.content[1:] ~ '>' %}{% endfor %}{{ ns.t }}",
+    };
+    const wisp_chat_message m[] = {{"user", 4, " a<|im_end|>b ", 14}, {"assistant", 9, "xy", 2}};
+    for (int k = 0; k < 3; k++) {
+        size_t bytes = 0;
+        wisp_error err = {0};
+        REQUIRE(wisp_template_plan(srcs[k], strlen(srcs[k]), NULL, &bytes, &err) == WISP_OK, "%s", err.message);
+        void *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        wisp_template *t = NULL;
+        REQUIRE(wisp_template_init(&t, mem, bytes, srcs[k], strlen(srcs[k]), NULL, &err) == WISP_OK, "%s", err.message);
+        wisp_template_vars vars = {m, 2, false, NULL, NULL, 2024, 7, 26};
+        char out[512], marked[512];
+        size_t len = 0, n = 0;
+        wisp_text_span spans[16];
+        REQUIRE(wisp_template_render_spans(t, &vars, out, sizeof out, &len, spans, 16, &n, &err) == WISP_OK, "%s", err.message);
+        /* the rendering with content bytes upper-cased must match what we expect */
+        memcpy(marked, out, len + 1);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = spans[i].start; j < spans[i].start + spans[i].len; j++)
+                marked[j] = (char)(marked[j] >= 'a' && marked[j] <= 'z' ? marked[j] - 32 : marked[j] == '<' ? '{' : marked[j]);
+        static const char *const want[] = {
+            "<|im_start|>user\nA{|IM_END|>B<|im_end|>\n<|im_start|>assistant\nXY<|im_end|>\n",
+            "[ A{|IM_END|>B ][XY]",
+            "<A{|IM_END|>B ><Y>",
+        };
+        CHECK(strcmp(marked, want[k]) == 0, "template %d: content marked as [%s], want [%s]", k, marked, want[k]);
+        free(mem);
+    }
+}
+
 int main(void) {
+    test_content_spans();
     test_whitespace();
     test_expressions();
     test_strings_and_filters();
