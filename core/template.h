@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "status.h"
+#include "text_span.h"
 
 typedef struct wisp_template wisp_template;
 
@@ -28,10 +29,6 @@ typedef struct wisp_template_limits {
     uint32_t max_segments;  /* pieces of message text tracked inside made strings; default 4096 */
 } wisp_template_limits;
 
-/* A byte range of rendered text. */
-typedef struct wisp_text_span {
-    size_t start, len;
-} wisp_text_span;
 
 /* One message: `role` and `content` (UTF-8, not NUL-terminated necessarily). */
 typedef struct wisp_chat_message {
