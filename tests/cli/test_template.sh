@@ -58,15 +58,8 @@ expect_fail "$WISP" template --chat-template chatml --messages "$WORK/missing.js
 expect_fail "$WISP" template --chat-template chatml --messages "$WORK/bad.jinja"
 expect_fail "$WISP" template --messages "$WORK/empty.json"
 # a model made with SmolLM2's tokenizer and its tokenizer_config (template, BOS/EOS) renders its own template
-tok="$SHARED/models/tokenizers/smollm2/tokenizer.json"
-[ -e "$tok" ] || fail "missing $tok"
-mkdir -p "$WORK/smoltok"; ln -sf "$tok" "$WORK/smoltok/tokenizer.json"
-python3 - "$golden" "$WORK/smoltok/tokenizer_config.json" <<'PY' || fail "tokenizer_config"
-import json, sys
-t = [t for t in json.load(open(sys.argv[1] + "/templates.json")) if "SmolLM2" in t["model"]][0]
-json.dump({"chat_template": t["template"], "bos_token": t["bos_token"], "eos_token": t["eos_token"], "add_bos_token": False}, open(sys.argv[2], "w"))
-PY
-"$WISP" make-model --like smollm2-135m --type q8_0 --layers 1 -o "$WORK/smolchat.gguf" --tokenizer "$WORK/smoltok/tokenizer.json" >/dev/null 2>&1 || fail "make-model"
+source "$(dirname "$0")/chat_model.sh"
+chat_model "$WORK/smolchat.gguf"
 printf '[{"role":"user","content":"Hello!"}]' > "$WORK/hello.json"
 "$WISP" template -m "$WORK/smolchat.gguf" --messages "$WORK/hello.json" --no-generation-prompt > "$WORK/own.txt" || fail "model template"
 [ "$(cat "$WORK/own.txt")" = "$(printf '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHello!<|im_end|>')" ] || fail "model's own template: $(cat "$WORK/own.txt")"; ok
