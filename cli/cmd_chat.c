@@ -82,10 +82,14 @@ int cmd_chat(int argc, char **argv) {
     }
     chat_engine e;
     if (!chat_engine_open(&e, &o)) return CLI_FAIL;
+#if defined(__wasi__) /* WASI emulates signal() only */
+    signal(SIGINT, on_sigint);
+#else
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint; /* no SA_RESTART: a read in progress returns */
     sigaction(SIGINT, &sa, NULL);
+#endif
     printf("wisp chat: %s, chat template from %s. /help for commands, Ctrl-D to leave.\n> ", o.mo.model, e.ct.origin);
     fflush(stdout);
     char *line = NULL;
