@@ -125,12 +125,13 @@ static void unescape(parser *p, const char *s, uint32_t n) {
             if (i + 1 < n && s[i + 1] == '\n') i++;
             continue;
         }
-        const char *simple = "n\nt\tr\r\\\\'\'\"\"a\ab\bf\fv\v0\0";
-        const char *hit = NULL;
-        for (const char *q = simple; *q || q[1]; q += 2)
-            if (*q == c) { hit = q; break; }
-        if (c == '0' && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '7') hit = NULL; /* octal, below */
-        if (hit) { pool_put(t, hit + 1, 1); continue; }
+        /* the eleventh, \0, maps to the terminating NUL of `to` */
+        static const char from[] = "ntr\\'\"abfv0", to[] = "\n\t\r\\'\"\a\b\f\v";
+        int hit = -1;
+        for (int q = 0; q < (int)sizeof from - 1; q++)
+            if (from[q] == c) { hit = q; break; }
+        if (c == '0' && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '7') hit = -1; /* octal, below */
+        if (hit >= 0) { pool_put(t, &to[hit], 1); continue; }
         if (c == '\n') continue; /* backslash-newline joins lines */
         if (c >= '0' && c <= '7') {
             uint32_t v = 0, k = 0;
