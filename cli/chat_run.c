@@ -26,7 +26,7 @@ int cmd_run_chat(int argc, char **argv) {
         CHAT_OPTS(&o),
     };
     const cli_command cmd = {
-        "run --chat", "-m MODEL --chat [--messages FILE.json] [options]",
+        "run --chat", "-m MODEL [--messages FILE.json] [options]",
         "Answer a conversation with an instruct model and print the answer.",
         "The messages are rendered with the model's chat template (or --chat-template), tokenized with\n"
         "the template's special tokens (the messages' own text never becomes special tokens), and the\n"
