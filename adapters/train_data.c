@@ -433,6 +433,9 @@ static wisp_status build(wisp_train_data *d, const wisp_tokenizer *tok, const ch
     b.cont.add_space_prefix = false;
     wisp_status s = opt->format == WISP_DATA_TEXT ? build_text(&b, bytes, n, err) : build_jsonl(&b, bytes, n, err);
     if (s) return s;
+    if (d->n_examples == 0 && d->n_unscored > 0)
+        return wisp_fail(err, WISP_ERR_ARG, "all %d records were cut to %d tokens before anything to score (raise the "
+                         "sequence length)", d->n_unscored, opt->seq_len + 1);
     if (d->n_examples == 0) return wisp_fail(err, WISP_ERR_ARG, "no training examples in the data (empty, or all blank)");
     if (opt->val_split > 0) {
         double want = (double)opt->val_split * d->n_examples;
