@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "template_internal.h"
+#include "unicode.h"
 
 void tpl_lex_init(tpl_lexer *lx, const char *src, uint32_t len) {
     memset(lx, 0, sizeof *lx);
@@ -17,8 +18,25 @@ void tpl_lex_init(tpl_lexer *lx, const char *src, uint32_t len) {
     lx->line_starting = true; /* the template's start counts as a line start */
 }
 
-/* Python's \s for the text Jinja strips (ASCII: the templates' own whitespace). */
+/* ASCII whitespace, what separates tokens inside a tag (Jinja's tag lexer). */
 static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+/* Python's \s (str.isspace), which whitespace control strips from the text:
+ * the bytes of a whitespace character starting at p, or 0. */
+static uint32_t space_at(const char *s, uint32_t p, uint32_t len) {
+    size_t n;
+    uint32_t cp = wisp_utf8_decode((const uint8_t *)s + p, len - p, &n);
+    bool space = (cp == 0xFFFD && n == 1) ? false : (wisp_uc_is_space(cp) || (cp >= 0x1C && cp <= 0x1F));
+    return space ? (uint32_t)n : 0;
+}
+
+/* The same, for the character ending at p (start: how far back to look). */
+static uint32_t space_before(const char *s, uint32_t start, uint32_t p) {
+    uint32_t q = p;
+    while (q > start && p - q < 4 && (q == p || ((unsigned char)s[q] & 0xC0) == 0x80)) q--;
+    if (q < p && ((unsigned char)s[q] & 0xC0) == 0x80) return 0;
+    return space_at(s, q, p) == p - q ? p - q : 0;
+}
 
 static bool is_nl(char c) { return c == '\n' || c == '\r'; }
 
@@ -40,7 +58,7 @@ static uint32_t find_tag(const tpl_lexer *lx, uint32_t pos) {
 static uint32_t after_end(tpl_lexer *lx, uint32_t pos, char sign, bool trim_newline) {
     uint32_t start = pos;
     if (sign == '-')
-        while (pos < lx->len && is_ws(lx->src[pos])) pos++;
+        for (uint32_t n; pos < lx->len && (n = space_at(lx->src, pos, lx->len)) > 0;) pos += n;
     else if (sign != '+' && trim_newline && pos < lx->len && is_nl(lx->src[pos]))
         pos += lx->src[pos] == '\r' && pos + 1 < lx->len && lx->src[pos + 1] == '\n' ? 2 : 1;
     lx->line += count_lines(lx->src, start, pos);
@@ -64,15 +82,15 @@ static bool lex_data(tpl_lexer *lx, tpl_tok *tok, wisp_error *err) {
         char sign = p + 2 < lx->len ? lx->src[p + 2] : 0;
         if (p < lx->len) {
             if (sign == '-') {
-                while (text_end > lx->pos && is_ws(lx->src[text_end - 1])) text_end--;
+                for (uint32_t n; text_end > lx->pos && (n = space_before(lx->src, lx->pos, text_end)) > 0;) text_end -= n;
             } else if (sign != '+' && kind != '{') {
                 uint32_t l = p;
                 while (l > lx->pos && !is_nl(lx->src[l - 1])) l--;
                 bool after_newline = l > lx->pos; /* a newline inside this text */
                 if (after_newline || lx->line_starting) {
                     bool only_space = l < p;
-                    for (uint32_t i = l; i < p; i++)
-                        if (!is_ws(lx->src[i])) only_space = false;
+                    for (uint32_t i = l, n; i < p && only_space; i += n)
+                        if ((n = space_at(lx->src, i, p)) == 0) only_space = false;
                     if (only_space) text_end = l;
                 }
             }

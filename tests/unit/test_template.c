@@ -57,6 +57,10 @@ static void test_whitespace(void) {
     EXPECT("a {{- ' b ' -}} c", "a b c");
     EXPECT("end\n", "end");                                               /* keep_trailing_newline off */
     EXPECT("r\r\n{% if 1 %}\r\nx\r\n{% endif %}", "r\nx\n");
+    /* whitespace control strips what Python's str.isspace calls whitespace, not only ASCII */
+    EXPECT("a\xc2\xa0{%- if true -%}\xe3\x80\x80" "b{% endif %}", "ab");
+    EXPECT("a\n\xc2\xa0 {% if true %}b{% endif %}", "a\nb");
+    EXPECT("a\xc3\xa9 {%- if true %}b{% endif %}", "a\xc3\xa9" "b");
 }
 
 static void test_expressions(void) {
