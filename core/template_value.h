@@ -4,6 +4,7 @@
 #define WISP_TEMPLATE_VALUE_H
 
 #include "template_internal.h"
+#include "unicode.h"
 
 typedef enum tpl_kind {
     V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT, V_NAMESPACE, V_LOOP, V_MACRO, V_FUNC
@@ -139,5 +140,47 @@ void tpl_pop_frame(tpl_render *r);
 tpl_val tpl_call_macro(tpl_render *r, const tpl_node *call, const tpl_val *macro);
 /* Iterate: the items of a list, the characters of a string, the keys of a dict. */
 const tpl_list *tpl_iterable(tpl_render *r, const tpl_val *v, uint32_t line);
+
+/* ---- shared by the evaluator's files (eval, strings, filters) ---- */
+
+#define TPL_MAX_ARGS 8
+
+/* Evaluated arguments of a call, filter or test. */
+typedef struct tpl_args {
+    uint32_t n_pos, n_kw;
+    tpl_val pos[TPL_MAX_ARGS];
+    const char *kw_name[TPL_MAX_ARGS];
+    uint32_t kw_len[TPL_MAX_ARGS];
+    tpl_val kw[TPL_MAX_ARGS];
+} tpl_args;
+
+/* Argument `index` by position, or by name; NULL when not given. */
+const tpl_val *tpl_arg(const tpl_args *a, uint32_t index, const char *name);
+/* At most max_pos positionals and only the keywords in names (NULL-terminated). */
+bool tpl_check_args(tpl_render *r, const tpl_args *a, uint32_t max_pos, const char *const *names, const char *callee,
+                    uint32_t line);
+tpl_val tpl_to_str(tpl_render *r, const tpl_val *v);
+bool tpl_need_str(tpl_render *r, const tpl_val *v, const char *what, uint32_t line);
+bool tpl_need_int(tpl_render *r, const tpl_val *v, const char *what, uint32_t line);
+bool tpl_is_num(const tpl_val *v);
+double tpl_num(const tpl_val *v);
+tpl_val tpl_get_item(tpl_render *r, const tpl_val *obj, const tpl_val *key, uint32_t line);
+tpl_val tpl_compare(tpl_render *r, int op, const tpl_val *a, const tpl_val *b, uint32_t line);
+bool tpl_contains(tpl_render *r, const tpl_val *item, const tpl_val *box, uint32_t line);
+
+static inline uint32_t tpl_decode(const char *s, size_t n, size_t *len) {
+    return wisp_utf8_decode((const uint8_t *)s, n, len);
+}
+/* strings (template_strings.c); `chars` NULL strips whitespace, mode 0..3 is upper/lower/capitalize/title */
+tpl_val tpl_strip(const tpl_val *s, const tpl_val *chars, bool left, bool right);
+tpl_val tpl_split(tpl_render *r, const tpl_val *s, const tpl_val *sep, int64_t maxsplit, uint32_t line);
+tpl_val tpl_replace(tpl_render *r, const tpl_val *s, const tpl_val *old, const tpl_val *with, int64_t count,
+                    uint32_t line);
+tpl_val tpl_change_case(tpl_render *r, const tpl_val *s, int mode, uint32_t line);
+bool tpl_starts_or_ends(tpl_render *r, const tpl_val *s, const tpl_val *x, bool ends, uint32_t line);
+tpl_val tpl_format_date(tpl_render *r, const tpl_val *fmt, uint32_t line);
+/* filters and tests (template_filters.c) by their tpl_filter / tpl_test ids */
+tpl_val tpl_apply_filter(tpl_render *r, int id, const tpl_val *v, const tpl_args *a, uint32_t line);
+bool tpl_apply_test(tpl_render *r, int id, const tpl_val *v, const tpl_args *a, uint32_t line);
 
 #endif
