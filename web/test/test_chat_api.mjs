@@ -63,6 +63,10 @@ const s2 = model.lastStats;
 check(s2.evaluatedPromptTokens < s2.promptTokens - first.promptTokens + 8,
   `turn 2 evaluated ${s2.evaluatedPromptTokens} of ${s2.promptTokens} prompt tokens (turn 1 had ${first.promptTokens})`);
 
+// fine-tuning on conversations needs the model's chat template: stories260K has none, and says so
+await expectError(() => model.finetune([{ messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello.' }] }],
+  { steps: 1, ctx: 32, batch: 1 }), 'unsupported', 'conversations without a template');
+
 // the same in a worker
 const w = await wisp.loadModel(modelPath, { ctx: 512, worker: true });
 checkEqual(await w.applyTemplate(msgs, { template: 'chatml' }), model.applyTemplate(msgs, { template: 'chatml' }), 'worker applyTemplate');
