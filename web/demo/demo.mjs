@@ -315,7 +315,11 @@ $('ft-start').addEventListener('click', async () => {
   try {
     if (state.adapterOn) await state.model.removeAdapter(state.adapter);
     state.adapterOn = false;
+    // JSONL (a record per line: prompt/completion, instruction/output, or conversations {"messages": [...]},
+    // rendered with the model's chat template and scored on the assistant turns) or plain text
+    const jsonl = text.trim().split('\n').every((l) => !l.trim() || l.trim().startsWith('{'));
     const adapter = await state.model.finetune(text, {
+      format: jsonl ? 'jsonl' : 'text',
       rank: num('ft-rank'), alpha: num('ft-alpha'), steps: num('ft-steps'), ctx: num('ft-ctx'), batch: num('ft-batch'),
       lr: num('ft-lr'), seed: num('ft-seed'), signal: controller.signal,
       onProgress: (p) => {
