@@ -73,8 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(text, data + 1, n);
     wisp_data_plan_info info;
     wisp_error err;
-    const wisp_data_chat *c = opt.format == WISP_DATA_JSONL ? &chat : NULL;
-    if ((c ? wisp_data_plan_chat(&tok, text, n, &opt, c, &info, &err) : wisp_data_plan(&tok, text, n, &opt, &info, &err)) ==
+    const wisp_data_chat *conv = opt.format == WISP_DATA_JSONL ? &chat : NULL;
+    if ((conv ? wisp_data_plan_chat(&tok, text, n, &opt, conv, &info, &err) : wisp_data_plan(&tok, text, n, &opt, &info, &err)) ==
         WISP_OK) {
         wisp_data_memory m = {fuzz_exact(info.max_tokens * sizeof(int32_t)), info.max_tokens,
                               fuzz_exact(info.max_examples * sizeof(wisp_data_example)),
@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                               fuzz_exact(info.tok_scratch), info.tok_scratch};
         wisp_train_data d;
         /* the text need not outlive the build: free it first, so a later read of it is caught */
-        wisp_status built = c ? wisp_data_build_chat(&d, &tok, text, n, &opt, &m, c, &err)
+        wisp_status built = conv ? wisp_data_build_chat(&d, &tok, text, n, &opt, &m, conv, &err)
                               : wisp_data_build(&d, &tok, text, n, &opt, &m, &err);
         free(text);
         text = NULL;
