@@ -2,7 +2,7 @@
 # model with SmolLM2's tokenizer and its chat template (taken from
 # ../shared/golden/chat at test time), with <|im_start|>/<|im_end|> as BOS/EOS.
 chat_model() {
-    local out=$1 tok="$SHARED/models/tokenizers/smollm2/tokenizer.json" dir="$WORK/smoltok"
+    local out=$1 tok="$SHARED/models/tokenizers/smollm2/tokenizer.json" dir="$WORK/smoltok-$(basename "$1" .gguf)" # one per test: they may run in parallel
     [ -e "$tok" ] || fail "missing $tok"
     [ -e "$SHARED/golden/chat/templates.json" ] || fail "missing $SHARED/golden/chat/templates.json"
     command -v python3 >/dev/null || fail "python3 is needed to read the golden JSON"

@@ -66,7 +66,7 @@ import os, pty, re, select, sys, time
 wisp, model, work = sys.argv[1:4]
 pid, fd = pty.fork()
 if pid == 0:
-    os.execv(wisp, [wisp, "chat", "-m", model, "-sys", "Be brief.", "-n", "48", "--temp", "0", "--ctx", "512"])
+    os.execv(wisp, [wisp, "chat", "-m", model, "-sys", "Be brief.", "-n", "160", "--temp", "0", "--ctx", "512"])
 buf = b""
 def wait_for(pattern, timeout=60):
     global buf
@@ -93,7 +93,7 @@ m = wait_for(rb"\[turn 1: prompt (\d+) tokens, (\d+) reused from the cache, (\d+
 assert b"stopped" in m.group(0), "Ctrl-C did not stop the answer: %r" % m.group(0)
 assert b" [stopped]" in buf[mark:], "no [stopped] mark"
 gen1 = int(re.search(rb"(\d+) generated", m.group(0)).group(1))
-assert gen1 < 48, "the answer ran to its limit (%d tokens): Ctrl-C was not seen" % gen1
+assert gen1 < 160, "the answer ran to its limit (%d tokens): Ctrl-C was not seen" % gen1
 wait_for(rb"\]\r?\n> $")
 # turn 2: still running; it reuses turn 1 from the cache and evaluates only the new tokens
 send("And then?\n")
