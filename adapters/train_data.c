@@ -3,10 +3,16 @@
 
 #include <string.h>
 
+#include "chat_messages.h"
 #include "train_rng.h"
 
 #define DEFAULT_PIECE 4096
 #define TEMPLATE_MAX 512 /* bytes the Alpaca template adds around a record's fields */
+#define CHAT_EXTRA 16384 /* a conversation renders to at most twice its line plus this */
+/* Conversations score token by token: their examples say so with this
+ * n_prompt, and their unscored ids carry this bit in the token array. */
+#define PER_TOKEN_MASK UINT32_MAX
+#define UNSCORED_BIT 0x40000000
 
 static const char ALPACA_HEAD[] = "Below is an instruction that describes a task";
 static const char ALPACA_WITH_INPUT[] = ", paired with an input that provides further context";
@@ -88,8 +94,32 @@ static wisp_status count_doc(void *user, const char *text, size_t n, wisp_error 
  * leading space and slack for each piece */
 static size_t token_bound(size_t n, size_t limit) { return n + 3 * (n / (limit / 2 + 1) + 2); }
 
-wisp_status wisp_data_plan(const wisp_tokenizer *tok, const char *bytes, size_t n, const wisp_data_options *opt,
-                           wisp_data_plan_info *info, wisp_error *err) {
+/* A conversation record's text buffer: its messages and content spans (aligned
+ * arrays), the unescaped line, and two renderings. */
+typedef struct chat_layout {
+    size_t cap_msgs, cap_spans, msgs_at, spans_at, turns_at, piece_spans_at, text_at, full_at, prefix_at, render_cap, total;
+} chat_layout;
+
+static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+static chat_layout chat_layout_of(size_t line_bytes, size_t json_nodes) {
+    chat_layout c;
+    c.cap_msgs = json_nodes / 5 + 1; /* a message is at least an object, two keys, two values */
+    c.cap_spans = 8 * c.cap_msgs + 8;
+    c.render_cap = 2 * line_bytes + CHAT_EXTRA;
+    c.msgs_at = 0;
+    c.spans_at = align16(c.msgs_at + c.cap_msgs * sizeof(wisp_chat_message));
+    c.turns_at = align16(c.spans_at + c.cap_spans * sizeof(wisp_text_span));
+    c.piece_spans_at = align16(c.turns_at + c.cap_msgs * sizeof(wisp_text_span));
+    c.text_at = align16(c.piece_spans_at + c.cap_spans * sizeof(wisp_text_span));
+    c.full_at = c.text_at + line_bytes + 1;
+    c.prefix_at = c.full_at + c.render_cap;
+    c.total = c.prefix_at + c.render_cap + 16; /* and slack to align the buffer's start */
+    return c;
+}
+
+static wisp_status plan(const wisp_tokenizer *tok, const char *bytes, size_t n, const wisp_data_options *opt,
+                        const wisp_data_chat *chat, wisp_data_plan_info *info, wisp_error *err) {
     memset(info, 0, sizeof *info);
     if (opt->seq_len < 1) return wisp_fail(err, WISP_ERR_ARG, "training data: seq_len must be positive");
     if (!(opt->val_split >= 0 && opt->val_split < 1)) return wisp_fail(err, WISP_ERR_ARG, "val_split must be in [0, 1)");
@@ -116,11 +146,28 @@ wisp_status wisp_data_plan(const wisp_tokenizer *tok, const char *bytes, size_t 
         if (need > info->json_nodes) info->json_nodes = need;
         /* the prompt (template included) and the response each get half */
         if (2 * (e - s + TEMPLATE_MAX) > info->text_bytes) info->text_bytes = 2 * (e - s + TEMPLATE_MAX);
-        info->max_tokens += token_bound(e - s + TEMPLATE_MAX, limit) + 4;
+        size_t text = e - s + TEMPLATE_MAX;
+        if (chat) { /* or a conversation and its renderings */
+            chat_layout c = chat_layout_of(e - s, need);
+            if (c.total > info->text_bytes) info->text_bytes = c.total;
+            text = c.render_cap;
+        }
+        info->max_tokens += token_bound(text, limit) + 4;
         info->n_records++;
     }
     info->max_examples = info->n_records;
     return WISP_OK;
+}
+
+wisp_status wisp_data_plan(const wisp_tokenizer *tok, const char *bytes, size_t n, const wisp_data_options *opt,
+                           wisp_data_plan_info *info, wisp_error *err) {
+    return plan(tok, bytes, n, opt, NULL, info, err);
+}
+
+wisp_status wisp_data_plan_chat(const wisp_tokenizer *tok, const char *bytes, size_t n, const wisp_data_options *opt,
+                                const wisp_data_chat *chat, wisp_data_plan_info *info, wisp_error *err) {
+    if (!chat || !chat->tpl) return wisp_fail(err, WISP_ERR_ARG, "training data: conversations need a chat template");
+    return plan(tok, bytes, n, opt, chat, info, err);
 }
 
 /* ---- building ---- */
@@ -215,12 +262,126 @@ static bool alpaca_prompt(const wisp_json *j, char *t, size_t cap, size_t *plen)
     return n <= cap;
 }
 
+/* Counts a JSONL record's truncation and scored targets; false when nothing is left to score. */
+static bool count_window(wisp_train_data *d, const wisp_data_example *e) {
+    size_t width = (size_t)d->opt.seq_len + 1, n = e->len < width ? e->len : width, scored = 0;
+    if (e->len > width) d->n_truncated++;
+    if (e->n_prompt == PER_TOKEN_MASK) {
+        for (size_t i = 1; i < n; i++) scored += !(d->mem.tokens[e->offset + i] & UNSCORED_BIT);
+    } else {
+        scored = n > e->n_prompt ? n - e->n_prompt : 0;
+    }
+    d->n_scored += (int64_t)scored;
+    if (scored == 0) d->n_unscored++;
+    return scored > 0;
+}
+
+/* Appends the ids of full[a, b) (pieces of at most piece_limit bytes), with
+ * special tokens parsed outside the messages' content; `unscored` marks them. */
+static wisp_status tokenize_chat_range(builder *b, const char *full, size_t a, size_t e, const wisp_text_span *spans,
+                                       size_t n_spans, wisp_text_span *piece_spans, bool unscored, wisp_error *err) {
+    wisp_train_data *d = b->d;
+    size_t limit = piece_limit(&d->opt);
+    for (size_t at = a; at < e;) {
+        size_t len = piece_end(full + at, e - at, limit), got = 0, k = 0;
+        for (size_t i = 0; i < n_spans; i++) { /* the content inside this piece, relative to it */
+            size_t lo = spans[i].start > at ? spans[i].start : at;
+            size_t hi = spans[i].start + spans[i].len < at + len ? spans[i].start + spans[i].len : at + len;
+            if (lo < hi) piece_spans[k].start = lo - at, piece_spans[k++].len = hi - lo;
+        }
+        const wisp_tokenizer *t = at > 0 ? &b->cont : d->tok; /* SentencePiece: no leading space inside the text */
+        size_t first = d->n_tokens;
+        wisp_status s = wisp_tokenize_literal(t, full + at, len, 0, piece_spans, k, d->mem.tokens + d->n_tokens,
+                                              d->mem.cap_tokens - d->n_tokens, &got, d->mem.tok_scratch,
+                                              d->mem.tok_scratch_bytes, err);
+        if (s) return s;
+        d->n_tokens += got;
+        if (unscored)
+            for (size_t i = first; i < d->n_tokens; i++) d->mem.tokens[i] |= UNSCORED_BIT;
+        at += len;
+    }
+    return WISP_OK;
+}
+
+static wisp_status render(const wisp_data_chat *chat, const wisp_chat_message *m, size_t n, bool gen, char *out,
+                          size_t cap, size_t *len, wisp_text_span *spans, size_t cap_spans, size_t *n_spans,
+                          wisp_error *err) {
+    wisp_template_vars v = {m, n, gen, chat->bos_token, chat->eos_token, chat->year, chat->month, chat->day};
+    return wisp_template_render_spans(chat->tpl, &v, out, cap, len, spans, cap_spans, n_spans, err);
+}
+
+/* A conversation: rendered whole, then each assistant turn located as the
+ * text between the rendering of the messages before it (with the generation
+ * prompt) and the rendering that includes it. */
+static wisp_status build_chat_record(builder *b, const wisp_json *j, size_t n_line, size_t line_no, wisp_error *err) {
+    wisp_train_data *d = b->d;
+    const wisp_data_chat *chat = d->chat;
+    chat_layout c = chat_layout_of(n_line, j->n_nodes);
+    char *base = d->mem.text + ((16 - (uintptr_t)d->mem.text % 16) % 16);
+    if (!d->mem.text || base + c.total - 16 > d->mem.text + d->mem.text_bytes)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "line %zu: the text buffer is smaller than planned for a conversation", line_no);
+    wisp_chat_message *msgs = (wisp_chat_message *)(void *)(base + c.msgs_at);
+    wisp_text_span *spans = (wisp_text_span *)(void *)(base + c.spans_at);
+    wisp_text_span *turns = (wisp_text_span *)(void *)(base + c.turns_at);
+    wisp_text_span *piece_spans = (wisp_text_span *)(void *)(base + c.piece_spans_at);
+    char *full = base + c.full_at, *prefix = base + c.prefix_at;
+    size_t n_msgs = 0, full_len = 0, n_spans = 0, n_turns = 0, unused = 0;
+    wisp_status s = wisp_chat_messages_from_json(j, wisp_json_get(j, 0, "messages"), msgs, c.cap_msgs, &n_msgs,
+                                                 base + c.text_at, n_line + 1, err);
+    if (!s && n_msgs == 0) s = wisp_fail(err, WISP_ERR_FORMAT, "no messages");
+    if (!s) s = render(chat, msgs, n_msgs, false, full, c.render_cap, &full_len, spans, c.cap_spans, &n_spans, err);
+    for (size_t i = 0; !s && i < n_msgs; i++) {
+        if (msgs[i].role_len != 9 || memcmp(msgs[i].role, "assistant", 9) != 0) continue;
+        size_t start = 0, end = 0;
+        s = render(chat, msgs, i, true, prefix, c.render_cap, &start, NULL, 0, &unused, err);
+        if (!s && !(start <= full_len && memcmp(prefix, full, start) == 0))
+            s = wisp_fail(err, WISP_ERR_UNSUPPORTED, "the chat template does not render the messages before assistant turn "
+                          "%zu as the start of the conversation: assistant-only loss needs that", i);
+        if (!s) s = render(chat, msgs, i + 1, false, prefix, c.render_cap, &end, NULL, 0, &unused, err);
+        if (!s && !(end <= full_len && end >= start && memcmp(prefix, full, end) == 0 &&
+                    (n_turns == 0 || start >= turns[n_turns - 1].start + turns[n_turns - 1].len)))
+            s = wisp_fail(err, WISP_ERR_UNSUPPORTED, "the chat template does not render assistant turn %zu as a piece of "
+                          "the conversation: assistant-only loss needs that", i);
+        if (!s) turns[n_turns].start = start, turns[n_turns++].len = end - start;
+    }
+    if (s == WISP_ERR_CAPACITY && strstr(err->message, "rendered text"))
+        s = wisp_fail(err, WISP_ERR_CAPACITY, "the conversation renders to more than %zu bytes", c.render_cap);
+    if (s) return wisp_error_prefix(err, "line %zu", line_no);
+    if (n_turns == 0) return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: the conversation has no assistant message to learn", line_no);
+    size_t first = d->n_tokens;
+    if (d->bos >= 0) { /* BOS as the model wants it, unless the template wrote it */
+        wisp_str bt = wisp_token_text(d->tok, d->bos);
+        if (!(full_len >= bt.len && memcmp(full, bt.ptr, bt.len) == 0) && (s = push(d, d->bos | UNSCORED_BIT, err))) return s;
+    }
+    size_t at = 0;
+    for (size_t t = 0; t < n_turns && !s; t++) {
+        s = tokenize_chat_range(b, full, at, turns[t].start, spans, n_spans, piece_spans, true, err);
+        if (!s) s = tokenize_chat_range(b, full, turns[t].start, turns[t].start + turns[t].len, spans, n_spans, piece_spans, false, err);
+        at = turns[t].start + turns[t].len;
+    }
+    if (!s) s = tokenize_chat_range(b, full, at, full_len, spans, n_spans, piece_spans, true, err);
+    if (s) return wisp_error_prefix(err, "line %zu", line_no);
+    if (d->n_tokens > first) d->mem.tokens[first] |= UNSCORED_BIT; /* nothing predicts the first id */
+    if ((s = add_example(d, first, d->n_tokens - first, PER_TOKEN_MASK, false, err))) return s;
+    if (!count_window(d, &d->mem.examples[d->n_examples - 1])) { /* cut away entirely: dropped, and counted */
+        d->n_examples--;
+        d->n_tokens = first;
+    }
+    return WISP_OK;
+}
+
 static wisp_status build_record(builder *b, const char *line, size_t n, size_t line_no, wisp_error *err) {
     wisp_train_data *d = b->d;
     wisp_json j;
     wisp_status s = wisp_json_parse(&j, line, n, d->mem.nodes, d->mem.cap_nodes, NULL, err);
     if (s) return wisp_error_prefix(err, "line %zu", line_no);
     if (!wisp_json_is(&j, 0, WISP_JSON_OBJECT)) return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: not a JSON object", line_no);
+    if (wisp_json_get(&j, 0, "messages") >= 0) {
+        if (!d->chat)
+            return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: a conversation (\"messages\") needs a chat template "
+                             "(the model's, or --chat-template)", line_no);
+        return build_chat_record(b, &j, n, line_no, err);
+    }
     /* the prompt goes in the first half of the text buffer, the response in the second */
     size_t half = d->mem.text_bytes / 2, plen = 0, rlen = 0;
     char *prompt = d->mem.text, *resp = d->mem.text + half;
@@ -238,7 +399,9 @@ static wisp_status build_record(builder *b, const char *line, size_t n, size_t l
     size_t n_prompt = d->n_tokens - start;
     if ((s = tokenize_text(b, resp, rlen, plen > 0, err))) return s;
     if (d->eos >= 0 && (s = push(d, d->eos, err))) return s;
-    return add_example(d, start, d->n_tokens - start, n_prompt, false, err);
+    if ((s = add_example(d, start, d->n_tokens - start, n_prompt, false, err))) return s;
+    count_window(d, &d->mem.examples[d->n_examples - 1]); /* kept as before, but counted */
+    return WISP_OK;
 }
 
 static wisp_status build_jsonl(builder *b, const char *bytes, size_t n, wisp_error *err) {
@@ -253,9 +416,11 @@ static wisp_status build_jsonl(builder *b, const char *bytes, size_t n, wisp_err
     return WISP_OK;
 }
 
-wisp_status wisp_data_build(wisp_train_data *d, const wisp_tokenizer *tok, const char *bytes, size_t n,
-                            const wisp_data_options *opt, const wisp_data_memory *mem, wisp_error *err) {
+static wisp_status build(wisp_train_data *d, const wisp_tokenizer *tok, const char *bytes, size_t n,
+                         const wisp_data_options *opt, const wisp_data_memory *mem, const wisp_data_chat *chat,
+                         wisp_error *err) {
     memset(d, 0, sizeof *d);
+    d->chat = chat;
     d->opt = *opt;
     d->mem = *mem;
     d->tok = tok;
@@ -268,6 +433,9 @@ wisp_status wisp_data_build(wisp_train_data *d, const wisp_tokenizer *tok, const
     b.cont.add_space_prefix = false;
     wisp_status s = opt->format == WISP_DATA_TEXT ? build_text(&b, bytes, n, err) : build_jsonl(&b, bytes, n, err);
     if (s) return s;
+    if (d->n_examples == 0 && d->n_unscored > 0)
+        return wisp_fail(err, WISP_ERR_ARG, "all %d records were cut to %d tokens before anything to score (raise the "
+                         "sequence length)", d->n_unscored, opt->seq_len + 1);
     if (d->n_examples == 0) return wisp_fail(err, WISP_ERR_ARG, "no training examples in the data (empty, or all blank)");
     if (opt->val_split > 0) {
         double want = (double)opt->val_split * d->n_examples;
@@ -280,6 +448,19 @@ wisp_status wisp_data_build(wisp_train_data *d, const wisp_tokenizer *tok, const
     return WISP_OK;
 }
 
+wisp_status wisp_data_build(wisp_train_data *d, const wisp_tokenizer *tok, const char *bytes, size_t n,
+                            const wisp_data_options *opt, const wisp_data_memory *mem, wisp_error *err) {
+    return build(d, tok, bytes, n, opt, mem, NULL, err);
+}
+
+wisp_status wisp_data_build_chat(wisp_train_data *d, const wisp_tokenizer *tok, const char *bytes, size_t n,
+                                 const wisp_data_options *opt, const wisp_data_memory *mem, const wisp_data_chat *chat,
+                                 wisp_error *err) {
+    if (!chat || !chat->tpl) return wisp_fail(err, WISP_ERR_ARG, "training data: conversations need a chat template");
+    if (wisp_tokenizer_n_vocab(tok) >= UNSCORED_BIT) return wisp_fail(err, WISP_ERR_UNSUPPORTED, "vocabulary too large");
+    return build(d, tok, bytes, n, opt, mem, chat, err);
+}
+
 int32_t wisp_data_count(const wisp_train_data *d, wisp_data_split split) {
     return split == WISP_SPLIT_TRAIN ? d->n_train : d->n_val;
 }
@@ -290,8 +471,14 @@ void wisp_data_get(const wisp_train_data *d, wisp_data_split split, int32_t inde
     if (e->bos) ids[j] = d->bos, mask[j++] = 0;
     size_t n = e->len < width - j ? e->len : width - j;
     for (size_t i = 0; i < n; i++, j++) {
-        ids[j] = d->mem.tokens[e->offset + i];
-        mask[j] = i >= e->n_prompt;
+        int32_t t = d->mem.tokens[e->offset + i];
+        if (e->n_prompt == PER_TOKEN_MASK) {
+            ids[j] = t & ~UNSCORED_BIT;
+            mask[j] = !(t & UNSCORED_BIT);
+        } else {
+            ids[j] = t;
+            mask[j] = i >= e->n_prompt;
+        }
     }
     for (; j < width; j++) ids[j] = d->pad, mask[j] = 0;
 }

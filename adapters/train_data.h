@@ -24,6 +24,18 @@
  *        [### Input:\n{input}\n\n]### Response:\n{output}
  *    and prompt/completion records are the plain concatenation (put any
  *    separating space at the start of the completion, as OpenAI's format does).
+ *  - JSONL conversations, {"messages": [{"role", "content"}, ...]} (OpenAI /
+ *    trl style), with wisp_data_plan_chat/wisp_data_build_chat and a chat
+ *    template: the record is the template's rendering (BOS first unless the
+ *    template writes it) and only assistant turns are scored, each from where
+ *    the generation prompt ends to the end of the turn (its end-of-turn marker
+ *    included), as trl's assistant-only loss. A template that does not render
+ *    the conversation turn by turn (a prefix per turn) is an error.
+ *
+ * Truncation is counted, never silent: a record longer than seq_len + 1 ids
+ * is cut (n_truncated), and one left with no scored target after the cut
+ * (n_unscored) is dropped for conversations; prompt/completion records keep
+ * their window (it scores nothing) but are counted the same way.
  *
  * Long texts are tokenized in pieces that end after a run of newlines (so
  * no token spans a cut), without SentencePiece's leading space on pieces
@@ -44,6 +56,7 @@
 
 #include "json.h"
 #include "status.h"
+#include "template.h"
 #include "tokenizer.h"
 
 typedef enum wisp_data_format { WISP_DATA_TEXT, WISP_DATA_JSONL } wisp_data_format;
@@ -101,7 +114,18 @@ typedef struct wisp_train_data {
     int64_t epoch;     /* cursor: epoch and position in its permutation */
     int32_t pos;
     int64_t order_epoch; /* the epoch `order` holds (-1: none yet) */
+    const struct wisp_data_chat *chat; /* conversations' template, or NULL */
+    int32_t n_truncated;  /* JSONL records cut to seq_len + 1 ids */
+    int32_t n_unscored;   /* of them, left with nothing to score */
+    int64_t n_scored;     /* scored targets over all examples (within their windows) */
 } wisp_train_data;
+
+/* What conversations are rendered with. */
+typedef struct wisp_data_chat {
+    struct wisp_template *tpl;
+    const char *bos_token, *eos_token; /* NULL: undefined in the template */
+    int year, month, day;              /* for strftime_now */
+} wisp_data_chat;
 
 wisp_status wisp_data_plan(const wisp_tokenizer *tok, const char *bytes, size_t n, const wisp_data_options *opt,
                            wisp_data_plan_info *info, wisp_error *err);
@@ -111,6 +135,15 @@ wisp_status wisp_data_plan(const wisp_tokenizer *tok, const char *bytes, size_t 
  * to train on. */
 wisp_status wisp_data_build(wisp_train_data *d, const wisp_tokenizer *tok, const char *bytes, size_t n,
                             const wisp_data_options *opt, const wisp_data_memory *mem, wisp_error *err);
+
+/* The same with conversations ({"messages": [...]}) accepted in JSONL, rendered
+ * with chat->tpl (which must outlive the data). The plan sizes every record's
+ * text for a rendering of at most twice its line plus 16 KiB. */
+wisp_status wisp_data_plan_chat(const wisp_tokenizer *tok, const char *bytes, size_t n, const wisp_data_options *opt,
+                                const wisp_data_chat *chat, wisp_data_plan_info *info, wisp_error *err);
+wisp_status wisp_data_build_chat(wisp_train_data *d, const wisp_tokenizer *tok, const char *bytes, size_t n,
+                                 const wisp_data_options *opt, const wisp_data_memory *mem, const wisp_data_chat *chat,
+                                 wisp_error *err);
 
 int32_t wisp_data_count(const wisp_train_data *d, wisp_data_split split);
 

@@ -15,6 +15,7 @@
 #include "peak_memory.h"
 #include "commands.h"
 #include "finetune_settings.h"
+#include "chat_template.h"
 #include "lora_gguf.h"
 #include "plan_print.h"
 #include "session.h"
@@ -332,14 +333,22 @@ static bool setup_data(run *r) {
         fprintf(stderr, "wisp finetune: --format must be auto, text or jsonl and --docs file or blank\n");
         return false;
     }
-    if (!cli_data_load(&r->train, r->set.data, tok, &o)) return false;
-    if (r->set.val) {
+    /* JSONL conversations are rendered with the model's chat template (cli/chat_template.h) */
+    cli_chat_template ct;
+    wisp_str has;
+    bool chat = o.format == WISP_DATA_JSONL && wisp_gguf_get_str(&r->s.gguf, "tokenizer.chat_template", &has) &&
+                cli_chat_template_open(&ct, &r->s.gguf, NULL, NULL, NULL, NULL);
+    wisp_data_chat dc = {chat ? ct.tpl : NULL, chat ? ct.bos : NULL, chat ? ct.eos : NULL, chat ? ct.year : 0,
+                         chat ? ct.month : 0, chat ? ct.day : 0};
+    bool ok = cli_data_load_chat(&r->train, r->set.data, tok, &o, chat ? &dc : NULL);
+    if (ok && r->set.val) {
         wisp_data_options v = o;
         cli_data_format(r->set.format, r->set.val, &v.format);
-        if (!cli_data_load(&r->val, r->set.val, tok, &v)) return false;
-        r->separate_val = true;
+        ok = cli_data_load_chat(&r->val, r->set.val, tok, &v, chat && v.format == WISP_DATA_JSONL ? &dc : NULL);
+        r->separate_val = ok;
     }
-    return true;
+    if (chat) cli_chat_template_close(&ct);
+    return ok;
 }
 
 /* The files a resumed run's config.json names must still be readable; if

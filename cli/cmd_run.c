@@ -18,6 +18,8 @@ static uint64_t random_seed(void) {
 }
 
 int cmd_run(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) /* conversations are their own mode (cli/chat_run.c) */
+        if (strcmp(argv[i], "--chat") == 0) return cmd_run_chat(argc, argv);
     cli_model_opts mo;
     cli_model_opts_default(&mo);
     const char *prompt = NULL;
@@ -47,7 +49,8 @@ int cmd_run(int argc, char **argv) {
         "run", "-m MODEL -p PROMPT [options]", "Generate a continuation of PROMPT and stream it to stdout.",
         "Sampling applies the repetition penalty, top-k, top-p, min-p, then the temperature.\n"
         "With --temp 0 the output is deterministic; otherwise the same --seed gives the same text.\n"
-        "Example: wisp run -m stories260K.gguf -p \"Once upon a time\" -n 64 --temp 0",
+        "Example: wisp run -m stories260K.gguf -p \"Once upon a time\" -n 64 --temp 0\n"
+        "For instruct models, --chat answers a conversation instead (see wisp run --chat --help).",
         opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};
     const char *pos[1];
     int n_pos;

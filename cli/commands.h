@@ -18,5 +18,8 @@ int cmd_quantize(int argc, char **argv);
 int cmd_lora_grad(int argc, char **argv);
 int cmd_finetune(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_template(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
+int cmd_run_chat(int argc, char **argv); /* wisp run --chat (cli/chat_run.c) */
 
 #endif

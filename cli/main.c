@@ -26,6 +26,8 @@ static const command commands[] = {
     {"quantize", cmd_quantize, "rewrite a model's weights in another type or the q4_k_m mix"},
     {"finetune", cmd_finetune, "train a LoRA adapter on a text or JSONL file (QLoRA on any base type)"},
     {"eval", cmd_eval, "mean loss and perplexity of a data file, with or without adapters"},
+    {"chat", cmd_chat, "chat with an instruct model in the terminal (multi-turn, streaming)"},
+    {"template", cmd_template, "render a conversation with a chat template (the model's, a file or a built-in)"},
     {"lora-grad", cmd_lora_grad, "loss and LoRA gradients of one pass as JSON (for checking against references)"},
 };
 

@@ -28,12 +28,18 @@ bool cli_data_docs(const char *name, wisp_data_docs *out) {
 }
 
 bool cli_data_load(cli_data *c, const char *path, const wisp_tokenizer *tok, const wisp_data_options *opt) {
+    return cli_data_load_chat(c, path, tok, opt, NULL);
+}
+
+bool cli_data_load_chat(cli_data *c, const char *path, const wisp_tokenizer *tok, const wisp_data_options *opt,
+                        const wisp_data_chat *chat) {
     memset(c, 0, sizeof *c);
     cli_file f;
     if (!cli_file_open(&f, path)) return false;
     wisp_error err = {0};
     wisp_data_plan_info info;
-    bool ok = !wisp_data_plan(tok, (const char *)f.data, f.size, opt, &info, &err);
+    bool ok = chat ? !wisp_data_plan_chat(tok, (const char *)f.data, f.size, opt, chat, &info, &err)
+                   : !wisp_data_plan(tok, (const char *)f.data, f.size, opt, &info, &err);
     if (ok) {
         wisp_data_memory *m = &c->mem;
         m->cap_tokens = info.max_tokens;
@@ -50,7 +56,13 @@ bool cli_data_load(cli_data *c, const char *path, const wisp_tokenizer *tok, con
         ok = m->tokens && m->examples && m->order && m->nodes && m->text && m->tok_scratch;
         if (!ok) wisp_fail(&err, WISP_ERR_CAPACITY, "out of memory for %zu tokens", m->cap_tokens);
     }
-    if (ok) ok = !wisp_data_build(&c->d, tok, (const char *)f.data, f.size, opt, &c->mem, &err);
+    if (ok) ok = chat ? !wisp_data_build_chat(&c->d, tok, (const char *)f.data, f.size, opt, &c->mem, chat, &err)
+                      : !wisp_data_build(&c->d, tok, (const char *)f.data, f.size, opt, &c->mem, &err);
+    c->d.chat = NULL; /* the template was needed to build only */
+    if (ok && opt->format == WISP_DATA_JSONL) /* truncation is never silent */
+        fprintf(stderr, "%s: %d records kept, %d cut to %d tokens, %d left with nothing to score%s; %lld scored targets\n",
+                path, c->d.n_examples, c->d.n_truncated, opt->seq_len + 1, c->d.n_unscored,
+                chat && c->d.n_unscored ? " (conversations among them dropped)" : "", (long long)c->d.n_scored);
     if (!ok) {
         fprintf(stderr, "wisp: %s: %s\n", path, err.message);
         cli_data_free(c);

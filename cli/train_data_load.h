@@ -18,8 +18,14 @@ bool cli_data_format(const char *name, const char *path, wisp_data_format *out);
 /* "file" or "blank" -> documents; false otherwise. */
 bool cli_data_docs(const char *name, wisp_data_docs *out);
 
-/* Prints "wisp: PATH: why" and returns false on failure. */
+/* Prints "wisp: PATH: why" and returns false on failure. JSONL files get a
+ * line on stderr counting records cut to the window and left with nothing to
+ * score. */
 bool cli_data_load(cli_data *c, const char *path, const wisp_tokenizer *tok, const wisp_data_options *opt);
+/* The same with conversation records rendered by `chat` (NULL: refused),
+ * which is needed only during the call. */
+bool cli_data_load_chat(cli_data *c, const char *path, const wisp_tokenizer *tok, const wisp_data_options *opt,
+                        const wisp_data_chat *chat);
 void cli_data_free(cli_data *c);
 
 #endif

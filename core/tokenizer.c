@@ -64,8 +64,19 @@ static bool is_ascii_space(uint8_t c) { return c == ' ' || (c >= '\t' && c <= '\
  * claims all its non-overlapping occurrences (left to right) in the text not
  * yet claimed. A bit set of the byte pairs in the text rules out most tokens
  * without scanning. Returns whether anything was claimed. */
-static bool partition(const wisp_tokenizer *tok, const uint8_t *text, size_t len, bool parse_special, uint8_t *marks,
-                      uint8_t *pairs) {
+/* Whether [i, i + n) touches one of the sorted literal ranges. */
+static bool in_literal(const wisp_text_span *lit, size_t n_lit, size_t i, size_t n) {
+    size_t lo = 0, hi = n_lit; /* the first range starting at or after i + n */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (lit[mid].start < i + n) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 && lit[lo - 1].start + lit[lo - 1].len > i;
+}
+
+static bool partition(const wisp_tokenizer *tok, const uint8_t *text, size_t len, bool parse_special,
+                      const wisp_text_span *lit, size_t n_lit, uint8_t *marks, uint8_t *pairs) {
     memset(marks, MARK_RAW, len);
     memset(pairs, 0, PAIR_BITS_BYTES + 32);
     uint8_t *singles = pairs + PAIR_BITS_BYTES;
@@ -97,6 +108,7 @@ static bool partition(const wisp_tokenizer *tok, const uint8_t *text, size_t len
             size_t i = (size_t)(hit - text);
             bool free_here = memcmp(hit, tt, tl) == 0;
             for (size_t j = i; free_here && j < i + tl; j++) free_here = marks[j] == MARK_RAW;
+            if (free_here && n_lit && !may_parse(tok, id, false) && in_literal(lit, n_lit, i, tl)) free_here = false;
             if (!free_here) { at = i + 1; continue; }
             marks[i] = MARK_SPECIAL_START;
             memset(marks + i + 1, MARK_SPECIAL, tl - 1);
@@ -147,8 +159,9 @@ static void encode_raw(const wisp_tokenizer *tok, const uint8_t *text, size_t le
     }
 }
 
-wisp_status wisp_tokenize(const wisp_tokenizer *tok, const char *text, size_t len, unsigned flags, int32_t *ids,
-                          size_t cap, size_t *n_ids, void *scratch, size_t scratch_bytes, wisp_error *err) {
+static wisp_status tokenize(const wisp_tokenizer *tok, const char *text, size_t len, unsigned flags,
+                            const wisp_text_span *lit, size_t n_lit, int32_t *ids, size_t cap, size_t *n_ids,
+                            void *scratch, size_t scratch_bytes, wisp_error *err) {
     if (n_ids) *n_ids = 0;
     if (!tok || !n_ids || (len && !text) || (cap && !ids))
         return wisp_fail(err, WISP_ERR_ARG, "wisp_tokenize: NULL argument");
@@ -175,7 +188,7 @@ wisp_status wisp_tokenize(const wisp_tokenizer *tok, const char *text, size_t le
     uint8_t *marks = NULL;
     if (len > 0 && partition_possible(tok) && (parse_special || tok->n_user_defined > 0)) {
         marks = work;
-        any = partition(tok, t, len, parse_special, marks, marks + tk_align(len));
+        any = partition(tok, t, len, parse_special, lit, n_lit, marks, marks + tk_align(len));
     }
     void *enc_scratch = partition_possible(tok) ? work + tk_align(len) + PAIR_BITS_BYTES + 32 : work;
 
@@ -205,6 +218,24 @@ wisp_status wisp_tokenize(const wisp_tokenizer *tok, const char *text, size_t le
     if (out.n > cap)
         return wisp_fail(err, WISP_ERR_CAPACITY, "the text makes %zu tokens but the buffer holds %zu", out.n, cap);
     return WISP_OK;
+}
+
+wisp_status wisp_tokenize(const wisp_tokenizer *tok, const char *text, size_t len, unsigned flags, int32_t *ids,
+                          size_t cap, size_t *n_ids, void *scratch, size_t scratch_bytes, wisp_error *err) {
+    return tokenize(tok, text, len, flags, NULL, 0, ids, cap, n_ids, scratch, scratch_bytes, err);
+}
+
+wisp_status wisp_tokenize_literal(const wisp_tokenizer *tok, const char *text, size_t len, unsigned flags,
+                                  const wisp_text_span *literal, size_t n_literal, int32_t *ids, size_t cap,
+                                  size_t *n_ids, void *scratch, size_t scratch_bytes, wisp_error *err) {
+    if (n_ids) *n_ids = 0;
+    if (n_literal && !literal) return wisp_fail(err, WISP_ERR_ARG, "wisp_tokenize_literal: NULL ranges");
+    for (size_t i = 0; i < n_literal; i++)
+        if (literal[i].start > len || literal[i].len > len - literal[i].start ||
+            (i && literal[i].start < literal[i - 1].start + literal[i - 1].len))
+            return wisp_fail(err, WISP_ERR_ARG, "literal range %zu is outside the text or out of order", i);
+    return tokenize(tok, text, len, flags | WISP_TOKENIZE_PARSE_SPECIAL, literal, n_literal, ids, cap, n_ids, scratch,
+                    scratch_bytes, err);
 }
 
 /* ---- decoding ---- */

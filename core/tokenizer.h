@@ -34,6 +34,7 @@
 #include "arena.h"
 #include "gguf.h"
 #include "status.h"
+#include "text_span.h"
 
 typedef enum wisp_vocab_kind {
     WISP_VOCAB_SPM = 1, /* tokenizer.ggml.model = "llama" */
@@ -118,6 +119,15 @@ enum { WISP_TOKENIZE_ADD_BOS = 1, WISP_TOKENIZE_ADD_EOS = 2, WISP_TOKENIZE_PARSE
 wisp_status wisp_tokenize(const wisp_tokenizer *tok, const char *text, size_t len, unsigned flags,
                           int32_t *ids, size_t cap, size_t *n_ids,
                           void *scratch, size_t scratch_bytes, wisp_error *err);
+
+/* wisp_tokenize with WISP_TOKENIZE_PARSE_SPECIAL, except inside the byte
+ * ranges `literal` (sorted, not overlapping): there the text of a control
+ * token stays text, tokenized as if typed. For chats: the template's own
+ * "<|im_start|>" is one token, a user's typed "<|im_start|>" is characters.
+ * (User-defined tokens match everywhere, as with wisp_tokenize.) */
+wisp_status wisp_tokenize_literal(const wisp_tokenizer *tok, const char *text, size_t len, unsigned flags,
+                                  const wisp_text_span *literal, size_t n_literal, int32_t *ids, size_t cap,
+                                  size_t *n_ids, void *scratch, size_t scratch_bytes, wisp_error *err);
 
 /* Bytes of token `id` (full length returned even if > cap; copies min(len,cap)).
  * SPM: "▁" becomes a space and <0xXX> the byte; BPE: GPT-2 characters become

@@ -124,31 +124,79 @@ static void copy_weights(ww_adapter *a, const wisp_lora *l) {
     }
 }
 
+/* The data's arrays, sized by its plan, then the index. */
+static wisp_status build_data_in(ww_train *t, const wisp_tokenizer *tok, const char *bytes, size_t n,
+                                 const wisp_data_options *o, const wisp_data_plan_info *info, const wisp_data_chat *chat,
+                                 wisp_error *err) {
+    wisp_data_memory *mem = &t->mem;
+    mem->cap_tokens = info->max_tokens;
+    mem->cap_examples = info->max_examples;
+    mem->cap_nodes = info->json_nodes;
+    mem->text_bytes = info->text_bytes;
+    mem->tok_scratch_bytes = info->tok_scratch;
+    mem->tokens = malloc((info->max_tokens ? info->max_tokens : 1) * sizeof(int32_t));
+    mem->examples = malloc((info->max_examples ? info->max_examples : 1) * sizeof(wisp_data_example));
+    mem->order = malloc((info->max_examples ? info->max_examples : 1) * sizeof(int32_t));
+    mem->nodes = malloc((info->json_nodes ? info->json_nodes : 1) * sizeof(wisp_json_node));
+    mem->text = malloc(info->text_bytes ? info->text_bytes : 1);
+    mem->tok_scratch = ww_alloc(info->tok_scratch ? info->tok_scratch : 1);
+    if (!mem->tokens || !mem->examples || !mem->order || !mem->nodes || !mem->text || !mem->tok_scratch)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for the training data (%zu tokens at most)",
+                         info->max_tokens);
+    return chat ? wisp_data_build_chat(&t->data, tok, bytes, n, o, mem, chat, err)
+                : wisp_data_build(&t->data, tok, bytes, n, o, mem, err);
+}
+
+/* The model's chat template, for JSONL conversations ({"messages"}), in one
+ * block with its BOS/EOS texts after the template's planned memory; NULL when
+ * the model has none (conversations are then refused by name). The caller
+ * frees the block. The date is fixed: the data must not change with the day. */
+static void *chat_template_of(const wisp_gguf *g, const wisp_tokenizer *tok, wisp_data_chat *chat) {
+    wisp_str src;
+    size_t bytes = 0;
+    wisp_error err = {0};
+    memset(chat, 0, sizeof *chat);
+    if (!wisp_gguf_get_str(g, "tokenizer.chat_template", &src) || wisp_template_plan(src.ptr, src.len, NULL, &bytes, &err))
+        return NULL;
+    int32_t ids[2] = {wisp_tokenizer_bos(tok), wisp_tokenizer_eos(tok)};
+    wisp_str texts[2] = {{"", 0}, {"", 0}};
+    for (int k = 0; k < 2; k++)
+        if (ids[k] >= 0) texts[k] = wisp_token_text(tok, ids[k]);
+    char *mem = ww_alloc(bytes + texts[0].len + texts[1].len + 2);
+    if (!mem || wisp_template_init(&chat->tpl, mem, bytes, src.ptr, src.len, NULL, &err)) {
+        ww_free(mem);
+        chat->tpl = NULL;
+        return NULL;
+    }
+    char *at = mem + bytes;
+    for (int k = 0; k < 2; k++) {
+        if (ids[k] < 0) continue;
+        memcpy(at, texts[k].ptr, texts[k].len);
+        at[texts[k].len] = 0;
+        if (k == 0) chat->bos_token = at;
+        else chat->eos_token = at;
+        at += texts[k].len + 1;
+    }
+    chat->year = 2024, chat->month = 7, chat->day = 26;
+    return mem;
+}
+
 /* Tokenize and index the training data (plain text or JSONL, see
  * train_data.h) into arrays sized by its plan. */
-static wisp_status build_data(ww_train *t, const char *bytes, size_t n, const int32_t *ti, wisp_error *err) {
+static wisp_status build_data(ww_train *t, const wisp_gguf *g, const char *bytes, size_t n, const int32_t *ti,
+                              wisp_error *err) {
     const wisp_tokenizer *tok = wisp_ctx_tokenizer(t->ctx);
     wisp_data_options o = {ti[TI_FORMAT] ? WISP_DATA_JSONL : WISP_DATA_TEXT, ti[TI_DOCS] ? WISP_DOCS_BLANK_LINE : WISP_DOCS_FILE,
                            t->S, 0.0f, t->plan.cfg.train.seed, 0};
+    wisp_data_chat chat;
+    void *chat_mem = o.format == WISP_DATA_JSONL ? chat_template_of(g, tok, &chat) : NULL;
     wisp_data_plan_info info;
-    wisp_status s = wisp_data_plan(tok, bytes, n, &o, &info, err);
-    if (s) return s;
-    wisp_data_memory *mem = &t->mem;
-    mem->cap_tokens = info.max_tokens;
-    mem->cap_examples = info.max_examples;
-    mem->cap_nodes = info.json_nodes;
-    mem->text_bytes = info.text_bytes;
-    mem->tok_scratch_bytes = info.tok_scratch;
-    mem->tokens = malloc((info.max_tokens ? info.max_tokens : 1) * sizeof(int32_t));
-    mem->examples = malloc((info.max_examples ? info.max_examples : 1) * sizeof(wisp_data_example));
-    mem->order = malloc((info.max_examples ? info.max_examples : 1) * sizeof(int32_t));
-    mem->nodes = malloc((info.json_nodes ? info.json_nodes : 1) * sizeof(wisp_json_node));
-    mem->text = malloc(info.text_bytes ? info.text_bytes : 1);
-    mem->tok_scratch = ww_alloc(info.tok_scratch ? info.tok_scratch : 1);
-    if (!mem->tokens || !mem->examples || !mem->order || !mem->nodes || !mem->text || !mem->tok_scratch)
-        return wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for the training data (%zu tokens at most)",
-                         info.max_tokens);
-    return wisp_data_build(&t->data, tok, bytes, n, &o, mem, err);
+    wisp_status s = chat_mem ? wisp_data_plan_chat(tok, bytes, n, &o, &chat, &info, err)
+                             : wisp_data_plan(tok, bytes, n, &o, &info, err);
+    if (!s) s = build_data_in(t, tok, bytes, n, &o, &info, chat_mem ? &chat : NULL, err);
+    ww_free(chat_mem);
+    t->data.chat = NULL; /* the template was needed to build only */
+    return s;
 }
 
 /* Start a session on the training data in `bytes` (from ww_alloc; ownership
@@ -176,7 +224,7 @@ API ww_train *ww_train_begin(ww_model *m, const int32_t *ti, const float *tf, ch
         goto fail;
     }
     if (wisp_init(&t->ctx, &m->gguf, &c, t->arena, t->plan.total, &m->err)) goto fail;
-    if (build_data(t, bytes, n, ti, &m->err)) goto fail;
+    if (build_data(t, &m->gguf, bytes, n, ti, &m->err)) goto fail;
     free(bytes);
     bytes = NULL;
     if (!(t->out = result_adapter(m, wisp_train_lora(t->ctx)))) goto fail;

@@ -4,10 +4,12 @@
  * the index in exactly the planned memory, then draw batches across epochs,
  * read every validation example, and move the cursor back and forth. Every
  * id handed out must be inside the vocabulary. The tokenizer is a real
- * vocabulary GGUF named by WISP_FUZZ_VOCAB. */
+ * vocabulary GGUF named by WISP_FUZZ_VOCAB. JSONL also takes conversations
+ * ({"messages"}), rendered with the built-in ChatML format. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_formats.h"
 #include "fuzz_util.h"
 #include "train_data.h"
 
@@ -33,6 +35,21 @@ static void load_vocab(void) {
     }
 }
 
+static wisp_data_chat chat;
+
+static void load_chat(void) {
+    const char *src = wisp_chat_format_find("chatml")->template;
+    size_t bytes = 0;
+    wisp_error err = {0};
+    void *mem = NULL;
+    if (wisp_template_plan(src, strlen(src), NULL, &bytes, &err) || !(mem = fuzz_exact(bytes)) ||
+        wisp_template_init(&chat.tpl, mem, bytes, src, strlen(src), NULL, &err)) {
+        fprintf(stderr, "fuzz_train_data: chatml: %s\n", err.message);
+        abort();
+    }
+    chat.year = 2024, chat.month = 7, chat.day = 26;
+}
+
 static void check_ids(const int32_t *ids, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= wisp_tokenizer_n_vocab(&tok)) abort();
@@ -41,6 +58,7 @@ static void check_ids(const int32_t *ids, size_t n) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!vocab_file) load_vocab();
+    if (!chat.tpl) load_chat();
     if (size < 1) return 0;
     static const float splits[4] = {0.0f, 0.1f, 0.5f, 0.9f};
     uint8_t o = data[0];
@@ -55,7 +73,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(text, data + 1, n);
     wisp_data_plan_info info;
     wisp_error err;
-    if (wisp_data_plan(&tok, text, n, &opt, &info, &err) == WISP_OK) {
+    const wisp_data_chat *conv = opt.format == WISP_DATA_JSONL ? &chat : NULL;
+    if ((conv ? wisp_data_plan_chat(&tok, text, n, &opt, conv, &info, &err) : wisp_data_plan(&tok, text, n, &opt, &info, &err)) ==
+        WISP_OK) {
         wisp_data_memory m = {fuzz_exact(info.max_tokens * sizeof(int32_t)), info.max_tokens,
                               fuzz_exact(info.max_examples * sizeof(wisp_data_example)),
                               fuzz_exact(info.max_examples * sizeof(int32_t)), info.max_examples,
@@ -64,7 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                               fuzz_exact(info.tok_scratch), info.tok_scratch};
         wisp_train_data d;
         /* the text need not outlive the build: free it first, so a later read of it is caught */
-        wisp_status built = wisp_data_build(&d, &tok, text, n, &opt, &m, &err);
+        wisp_status built = conv ? wisp_data_build_chat(&d, &tok, text, n, &opt, &m, conv, &err)
+                              : wisp_data_build(&d, &tok, text, n, &opt, &m, &err);
         free(text);
         text = NULL;
         if (built == WISP_OK) {

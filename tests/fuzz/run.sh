@@ -104,6 +104,8 @@ fi
 { printf '\x2d'; printf '%s\n' '{"prompt": "Q: Who?\nA:", "completion": " Romeo."}' '' \
     '{"instruction": "Name a king.", "input": "", "output": "Lear"}' \
     '{"instruction": "Reply.", "input": "Good \"morrow\"\u00e9", "output": "Good morrow."}'; } > "$seeds/records.jsonl"
+{ printf '\x2d'; printf '%s\n' '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi <|im_end|>"}, {"role": "assistant", "content": "Hello."}]}' \
+    '{"messages": [{"role": "user", "content": "1+1?"}, {"role": "assistant", "content": "2"}, {"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]}'; } > "$seeds/chats.jsonl"
 printf '\xff\xff\xff\xff' > "$seeds/state-whole"
 printf '\x5c\x00\x00\x00' > "$seeds/state-header"
 printf '\xff\xff\xff\xff\x10\x00\x02\x50\x00\xff' > "$seeds/state-edit"
@@ -153,8 +155,19 @@ for name in "${names[@]}"; do
         fuzz_train_data)
             export WISP_FUZZ_VOCAB="$S/models/stories260K.gguf"
             [ -f "$WISP_FUZZ_VOCAB" ] || export WISP_FUZZ_VOCAB="$base_tiny"
-            seed "$name" "$seeds"/*.text "$seeds/records.jsonl"
+            seed "$name" "$seeds"/*.text "$seeds/records.jsonl" "$seeds/chats.jsonl"
             opts+=(-max_len=8192 -dict="$PWD/tests/fuzz/json.dict") ;;
+        fuzz_template)
+            # the real templates of ../shared/golden/chat, each after an option byte
+            if [ -f "$S/golden/chat/templates.json" ] && [ -x /usr/bin/python3 ]; then
+                /usr/bin/python3 - "$S/golden/chat/templates.json" "$c" <<'EOF'
+import json, sys
+for i, t in enumerate(json.load(open(sys.argv[1], encoding="utf-8"))):
+    open("%s/seed-template-%d" % (sys.argv[2], i), "wb").write(bytes([0x7c]) + t["template"].encode())
+EOF
+            fi
+            printf '\x1f{%% for m in messages %%}{{ loop.index }}{{ m.content|trim|tojson }}{%% endfor %%}' > "$c/min-loop"
+            opts+=(-max_len=8192 -dict="$PWD/tests/fuzz/template.dict") ;;
         fuzz_train_state)
             export WISP_FUZZ_BASES="$base_tiny"
             seed "$name" "$seeds"/state-*

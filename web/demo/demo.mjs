@@ -139,11 +139,63 @@ async function stream(prompt, out, signal) {
   return text;
 }
 
+// Chat formats: the conversation as messages, rendered by the chat template.
+let messages = [];
+async function streamChat(user, out, signal) {
+  const m = state.model;
+  const format = $('chat-format').value;
+  const system = $('chat-system').value.trim();
+  if (messages.length === 0 && system) messages.push({ role: 'system', content: system });
+  messages.push({ role: 'user', content: user });
+  const template = format === 'model' ? undefined : format;
+  let text = '';
+  try {
+    $('template-text').textContent = await m.applyTemplate(messages, { template });
+    for await (const piece of m.chat(messages, { ...genOptions(signal), template })) {
+      text += piece;
+      out.textContent += piece;
+      $('transcript').scrollTop = $('transcript').scrollHeight;
+    }
+  } catch (e) {
+    messages.pop(); // the message got no answer (a template may refuse it): it leaves the conversation
+    throw e;
+  }
+  messages.push({ role: 'assistant', content: text }); // a stopped answer stays, as far as it got
+  const s = m.lastStats;
+  status('gen-stats', `${s.generatedTokens} tokens · ${s.tokensPerSecond.toFixed(1)} tokens/s · conversation ${s.promptTokens} tokens ` +
+    `(${s.evaluatedPromptTokens} new, the rest from the cache) in ${ms(s.prefillMs)} ms · stopped: ${s.stopReason}` +
+    `${state.adapterOn ? ' · with adapter' : ''}`);
+  noteMemory('generate');
+  return text;
+}
+
 $('chat-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   if (!state.model || state.busy) return;
   const user = $('chat-input').value;
   if (!user.trim()) return;
+  if ($('chat-format').value) {
+    const controller = new AbortController();
+    state.busy = controller;
+    setState('generating');
+    $('chat-send').disabled = true;
+    $('chat-stop').disabled = false;
+    $('transcript').classList.add('bubbles');
+    appendTranscript('user', user);
+    const out = appendTranscript(state.adapterOn ? 'model lora' : 'model', '');
+    $('chat-input').value = '';
+    try {
+      await streamChat(user, out, controller.signal);
+    } catch (e) {
+      fail('gen-stats', e);
+    } finally {
+      state.busy = null;
+      $('chat-send').disabled = false;
+      $('chat-stop').disabled = true;
+      setState('ready');
+    }
+    return;
+  }
   const keep = $('chat-continue').checked;
   const prompt = keep ? transcript + user : user;
   const controller = new AbortController();
@@ -167,7 +219,16 @@ $('chat-form').addEventListener('submit', async (ev) => {
   }
 });
 $('chat-stop').addEventListener('click', () => state.busy?.abort());
+$('chat-format').addEventListener('change', () => { // another format starts another conversation
+  messages = [];
+  transcript = '';
+  $('transcript').replaceChildren();
+  $('transcript').classList.toggle('bubbles', $('chat-format').value !== '');
+  $('template-text').textContent = '';
+});
 $('chat-clear').addEventListener('click', () => {
+  messages = [];
+  $('template-text').textContent = '';
   transcript = '';
   $('transcript').replaceChildren();
 });
@@ -256,7 +317,11 @@ $('ft-start').addEventListener('click', async () => {
   try {
     if (state.adapterOn) await state.model.removeAdapter(state.adapter);
     state.adapterOn = false;
+    // JSONL (a record per line: prompt/completion, instruction/output, or conversations {"messages": [...]},
+    // rendered with the model's chat template and scored on the assistant turns) or plain text
+    const jsonl = text.trim().split('\n').every((l) => !l.trim() || l.trim().startsWith('{'));
     const adapter = await state.model.finetune(text, {
+      format: jsonl ? 'jsonl' : 'text',
       rank: num('ft-rank'), alpha: num('ft-alpha'), steps: num('ft-steps'), ctx: num('ft-ctx'), batch: num('ft-batch'),
       lr: num('ft-lr'), seed: num('ft-seed'), signal: controller.signal,
       onProgress: (p) => {

@@ -189,6 +189,58 @@ export class Model {
     return e.text(io, io + len);
   }
 
+  // A conversation through wasm/abi_chat.c: its text (tokenize false), or its
+  // prompt ids put in the id buffer (tokenize true: their count).
+  #chatCall(messages, { template, date, addGenerationPrompt = true } = {}, tokenize) {
+    if (!Array.isArray(messages)) throw new WispError('arg', 'messages must be an array of {role, content} objects');
+    if (template !== undefined && typeof template !== 'string') throw new WispError('arg', 'template must be a string');
+    const e = this.#engine;
+    const m = e.mod;
+    const json = new TextEncoder().encode(JSON.stringify(messages));
+    const spec = new TextEncoder().encode(template ?? '');
+    const when = date === undefined ? new Date() : new Date(date);
+    if (Number.isNaN(when.getTime())) throw new WispError('arg', `date must be a Date or 'YYYY-MM-DD' (got ${date})`);
+    const ymd = date === undefined ? when.getFullYear() * 10000 + (when.getMonth() + 1) * 100 + when.getDate()
+      : when.getUTCFullYear() * 10000 + (when.getUTCMonth() + 1) * 100 + when.getUTCDate();
+    const pj = m._malloc(json.length + 1);
+    const ps = m._malloc(spec.length + 1);
+    try {
+      e.u8.set(json, pj);
+      e.u8.set(spec, ps);
+      const r = m._ww_chat(this.#ptr, pj, json.length, ps, spec.length, addGenerationPrompt ? 1 : 0, tokenize ? 1 : 0, ymd);
+      if (r < 0) throw e.error(this.#ptr);
+      if (tokenize) return r;
+      const p = m._ww_chat_text();
+      return new TextDecoder().decode(e.u8.subarray(p, p + r));
+    } finally {
+      m._free(pj);
+      m._free(ps);
+    }
+  }
+
+  /**
+   * The text a conversation becomes with the model's chat template (or
+   * options.template: a built-in format's name or a Jinja template), as Hugging
+   * Face's apply_chat_template renders it.
+   */
+  applyTemplate(messages, options = {}) {
+    this.#alive();
+    checkOptions('applyTemplate', options, ['template', 'date', 'addGenerationPrompt']);
+    return this.#chatCall(messages, options, false);
+  }
+
+  /**
+   * Stream the answer to a conversation, like generate: the messages are
+   * rendered with the chat template and tokenized with its special tokens
+   * (never the messages' own text), and the KV cache keeps what the
+   * conversation shares with the last prompt, so a new turn evaluates only
+   * its new tokens. Options: generate's, plus template and date.
+   */
+  async *chat(messages, options = {}) {
+    const { template, date, ...rest } = options;
+    yield* this.generate({ messages, template, date }, rest);
+  }
+
   /** The continuation of `prompt` as one string. */
   async complete(prompt, options = {}) {
     let text = '';
@@ -235,7 +287,9 @@ export class Model {
     try {
       const t0 = now();
       const addBos = o.addBos ?? m._ww_add_bos_default(this.#ptr) !== 0;
-      const n = this._tokenizeInPlace(prompt, addBos, o.special ?? false);
+      const n = typeof prompt === 'object' && prompt !== null && Array.isArray(prompt.messages)
+        ? this.#chatCall(prompt.messages, { template: prompt.template, date: prompt.date }, true) // chat()
+        : this._tokenizeInPlace(prompt, addBos, o.special ?? false);
       m._ww_sampler(this.#ptr, o.temperature, o.topK, o.topP, o.minP, o.repeatPenalty, o.repeatLastN, seedLo, seedHi);
       if (o.cachePrompt === false) m._ww_reset(this.#ptr);
       const evaluated = m._ww_prompt(this.#ptr, n);

@@ -154,6 +154,13 @@ export class WorkerModel {
   plan(options = {}) { return this._call('plan', { options }); }
   tokenize(text, options = {}) { return this._call('tokenize', { text, options }); }
   detokenize(ids, options = {}) { return this._call('detokenize', { ids: Array.from(ids), options }); }
+  applyTemplate(messages, options = {}) { return this._call('applyTemplate', { messages, options }); }
+
+  /** Model.chat in the worker: generate with the conversation as the prompt. */
+  async *chat(messages, options = {}) {
+    const { template, date, ...rest } = options;
+    yield* this.generate({ messages, template, date }, rest);
+  }
 
   async complete(prompt, options = {}) {
     let text = '';

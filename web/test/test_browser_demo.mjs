@@ -5,10 +5,11 @@
 // chart, switch the adapter on, compare, download it as GGUF and PEFT, and
 // take a screenshot. wasm memory must not change while generating or between
 // training steps. Also the package's direct (main-thread) API in the page.
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { WEB_OUT, WORK, check, checkEqual, cliGreedy, dep, done, fail, shared, skip } from './lib.mjs';
+import { WEB_OUT, WISP, WORK, check, checkEqual, cliGreedy, dep, done, fail, shared, skip } from './lib.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
@@ -73,6 +74,31 @@ try {
   await page.waitForFunction(`${stateIs('ready')} && document.querySelector('#transcript .model')`, null, { timeout: 60000 });
   checkEqual(await page.textContent('#transcript .model'), expected, 'demo chat (worker) greedy text equals the native CLI');
   check(/tokens\/s/.test(await page.textContent('#gen-stats')), 'tokens/s are shown');
+
+  // Chat with a template: bubbles, the rendered template shown, the same answer as `wisp run --chat`,
+  // and a second turn that evaluates only its new tokens.
+  const chatMsgs = [{ role: 'system', content: 'You tell stories.' }, { role: 'user', content: prompt }];
+  const chatExpected = execFileSync(WISP, ['run', '-m', modelPath, '--chat', '--chat-template', 'chatml', '-n', String(nTokens),
+    '--temp', '0', '-q', '--ctx', '256'], { input: JSON.stringify(chatMsgs), encoding: 'utf8' }).replace(/\n$/, '');
+  await page.selectOption('#chat-format', 'chatml');
+  await page.fill('#chat-system', 'You tell stories.');
+  await page.fill('#chat-input', prompt);
+  await page.click('#chat-send');
+  await page.waitForFunction(`${stateIs('ready')} && document.querySelector('#transcript.bubbles .model')`, null, { timeout: 60000 });
+  checkEqual(await page.textContent('#transcript .model'), chatExpected, 'demo chat with chatml equals wisp run --chat');
+  check((await page.textContent('#template-text')).startsWith('<|im_start|>system\nYou tell stories.<|im_end|>'),
+    'the rendered template is shown');
+  await page.fill('#chat-input', 'And then?');
+  await page.click('#chat-send');
+  await page.waitForFunction(`${stateIs('ready')} && document.querySelectorAll('#transcript .model').length === 2`, null,
+    { timeout: 60000 });
+  const turn2 = await page.textContent('#gen-stats');
+  const [, total, fresh] = turn2.match(/conversation (\d+) tokens \((\d+) new/) ?? [];
+  check(total && Number(fresh) < Number(total) / 2, `turn 2 evaluates only its new tokens: ${turn2}`);
+  await page.screenshot({ path: path.join(WORK, 'demo-chat.png'), fullPage: true });
+  console.log(`screenshot: ${path.join(WORK, 'demo-chat.png')}`);
+  await page.selectOption('#chat-format', ''); // back to text continuation for what follows
+  await page.fill('#chat-input', prompt);
 
   // Fine-tune a few steps; the loss chart and progress follow.
   const steps = 6;

@@ -122,6 +122,26 @@ export interface PlanOptions extends EngineOptions {
   cache?: boolean;
 }
 
+/** One message of a conversation (other keys, such as tool calls, are refused). */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool' | string;
+  content: string;
+}
+
+export interface TemplateOptions {
+  /** a built-in format (chatml, llama3, gemma, phi3, phi4, zephyr, mistral) or a Jinja template; default: the model's */
+  template?: string;
+  /** the date strftime_now gives (a Date or 'YYYY-MM-DD'); default: today */
+  date?: Date | string;
+}
+
+export interface ApplyTemplateOptions extends TemplateOptions {
+  /** end with the assistant's header; default true */
+  addGenerationPrompt?: boolean;
+}
+
+export type ChatOptions = GenerateOptions & TemplateOptions;
+
 export interface GenerateOptions {
   /** tokens to generate at most; default 128 */
   maxTokens?: number;
@@ -318,6 +338,10 @@ export interface Model {
   detokenize(ids: ArrayLike<number>, options?: DetokenizeOptions): string;
   complete(prompt: string, options?: GenerateOptions): Promise<string>;
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, void, undefined>;
+  /** the answer to a conversation, streamed; the KV cache keeps what turns share */
+  chat(messages: ChatMessage[], options?: ChatOptions): AsyncGenerator<string, void, undefined>;
+  /** the text a conversation becomes with the chat template */
+  applyTemplate(messages: ChatMessage[], options?: ApplyTemplateOptions): string;
   finetune(data: TrainingData, options?: FinetuneOptions): Promise<Adapter>;
   useAdapter(adapter: Adapter, scale?: number): void;
   removeAdapter(adapter: Adapter): void;
@@ -352,6 +376,9 @@ export interface WorkerModel {
   detokenize(ids: ArrayLike<number>, options?: DetokenizeOptions): Promise<string>;
   complete(prompt: string, options?: GenerateOptions): Promise<string>;
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, void, undefined>;
+  /** the answer to a conversation, streamed; the KV cache keeps what turns share */
+  chat(messages: ChatMessage[], options?: ChatOptions): AsyncGenerator<string, void, undefined>;
+  applyTemplate(messages: ChatMessage[], options?: ApplyTemplateOptions): Promise<string>;
   finetune(data: TrainingData, options?: FinetuneOptions): Promise<WorkerAdapter>;
   useAdapter(adapter: WorkerAdapter, scale?: number): Promise<void>;
   removeAdapter(adapter: WorkerAdapter): Promise<void>;

@@ -4,7 +4,7 @@ import {
   loadModel, createWorkerModel, plan, loadAdapter, configureEngine, version, WispError, cachedModels, clearCache,
   type CachedModel,
   type Model, type WorkerModel, type Adapter, type WorkerAdapter, type MemoryPlan, type GenerationStats,
-  type FinetuneProgress, type PeftFiles,
+  type FinetuneProgress, type PeftFiles, type ChatMessage,
 } from 'wisp';
 
 async function direct(bytes: Uint8Array, file: File): Promise<void> {
@@ -39,6 +39,11 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const fromPeft: Adapter = await loadAdapter(m, { config: peft.config, safetensors: peft.safetensors });
   const ids: Int32Array = m.tokenize('hello', { addBos: true });
   const back: string = m.detokenize(ids);
+  const chatMsgs: ChatMessage[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }];
+  const rendered: string = m.applyTemplate(chatMsgs, { template: 'chatml', addGenerationPrompt: true, date: '2024-07-26' });
+  for await (const piece of m.chat(chatMsgs, { maxTokens: 8, temperature: 0, template: 'chatml', stop: ['\n'] })) console.log(piece, rendered);
+  // @ts-expect-error messages are objects with role and content
+  m.applyTemplate(['Hi']);
   const records: Adapter = await m.finetune([{ prompt: 'Q:', completion: ' A.' }, { instruction: 'Say hi', output: 'Hi' }], { schedule: 'constant' });
   m.dispose();
   console.log(trainBytes, records.info.rank, total, text, stats?.tokensPerSecond, again.info.rank, fromPeft.info.source, back, version);
@@ -61,6 +66,8 @@ async function worker(url: string): Promise<void> {
   const wt: number = wm.threads;
   const wwhy: string | null = wm.whyNotThreaded;
   console.log(wt, wwhy);
+  const wrendered: string = await wm.applyTemplate([{ role: 'user', content: 'Hi' }], { template: 'zephyr' });
+  for await (const piece of wm.chat([{ role: 'user', content: 'Hi' }], { maxTokens: 4 })) console.log(piece, wrendered);
   const a: WorkerAdapter = await wm.finetune(['doc one', 'doc two'], { steps: 1 });
   await wm.useAdapter(a, 1);
   const bytes: Uint8Array = await a.toGGUF();

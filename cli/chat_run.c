@@ -1,0 +1,80 @@
+/* wisp run --chat: one answer to a conversation given as messages JSON (a
+ * file or stdin), printed to stdout, for scripts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat_engine.h"
+#include "commands.h"
+
+static void print_piece(void *user, const char *text, size_t len) {
+    (void)user;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+}
+
+int cmd_run_chat(int argc, char **argv) {
+    chat_opts o;
+    chat_opts_default(&o);
+    bool chat = false;
+    const char *messages = "-";
+    const cli_opt opts[] = {
+        CLI_MODEL_OPTS(&o.mo),
+        {"chat", 0, OPT_FLAG, &chat, NULL, "answer a conversation instead of continuing text"},
+        {"messages", 0, OPT_STR, &messages, "FILE", "the conversation: JSON [{\"role\", \"content\"}, ...] ('-': stdin)"},
+        {"system", 0, OPT_STR, &o.system, "TEXT", "a system prompt put before the messages"},
+        CHAT_OPTS(&o),
+    };
+    const cli_command cmd = {
+        "run --chat", "-m MODEL [--messages FILE.json] [options]",
+        "Answer a conversation with an instruct model and print the answer.",
+        "The messages are rendered with the model's chat template (or --chat-template), tokenized with\n"
+        "the template's special tokens (the messages' own text never becomes special tokens), and the\n"
+        "answer stops at the model's end-of-turn token, a --stop text or -n tokens.\n"
+        "Example: echo '[{\"role\":\"user\",\"content\":\"Hi!\"}]' | wisp run -m model.gguf --chat",
+        opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};
+    const char *pos[1];
+    int n_pos;
+    int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
+    if (rc) return rc == 1 ? CLI_OK : CLI_USAGE;
+    if (!o.mo.model) {
+        fprintf(stderr, "wisp run --chat: missing -m MODEL\n");
+        return CLI_USAGE;
+    }
+    if (o.n_predict < 1) {
+        fprintf(stderr, "wisp run --chat: -n must be at least 1\n");
+        return CLI_USAGE;
+    }
+    wisp_chat_message *msgs = NULL;
+    char *text = NULL;
+    size_t n = 0;
+    if (!cli_load_messages(messages, &msgs, &n, &text)) return CLI_FAIL;
+    chat_engine e;
+    bool ok = chat_engine_open(&e, &o);
+    for (size_t i = 0; ok && i < n; i++) {
+        static const char *const roles[] = {"system", "user", "assistant", "tool"};
+        const char *role = NULL;
+        for (int k = 0; k < 4; k++)
+            if (strlen(roles[k]) == msgs[i].role_len && memcmp(roles[k], msgs[i].role, msgs[i].role_len) == 0) role = roles[k];
+        if (!role) {
+            fprintf(stderr, "wisp run --chat: message %zu has role \"%.*s\" (system, user, assistant or tool)\n", i,
+                    (int)msgs[i].role_len, msgs[i].role);
+            ok = false;
+        } else {
+            ok = chat_engine_add(&e, role, msgs[i].content, msgs[i].content_len);
+        }
+    }
+    if (ok && e.n_msgs == 0) {
+        fprintf(stderr, "wisp run --chat: no messages\n");
+        ok = false;
+    }
+    if (ok) {
+        ok = chat_engine_reply(&e, print_piece, NULL, NULL);
+        printf("\n");
+        chat_engine_report(&e);
+    }
+    free(msgs);
+    free(text);
+    if (e.s.ctx || e.ct.tpl) chat_engine_close(&e);
+    return ok ? CLI_OK : CLI_FAIL;
+}

@@ -1,0 +1,45 @@
+/* libFuzzer harness: arbitrary bytes as a chat template (after one option
+ * byte), planned into exactly its memory and rendered with a small
+ * conversation whose content looks like template syntax. Small limits keep
+ * each run quick; running out of them must be a clean error. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_util.h"
+#include "template.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1) return 0;
+    uint8_t opt = data[0];
+    const char *src = (const char *)data + 1;
+    size_t len = size - 1;
+    wisp_template_limits lim = {16384u << (opt & 3), 64, 200000, 64};
+    size_t bytes = 0;
+    wisp_error err;
+    if (wisp_template_plan(src, len, &lim, &bytes, &err) != WISP_OK) return 0;
+    void *mem = fuzz_exact(bytes);
+    wisp_template *t = NULL;
+    if (mem && wisp_template_init(&t, mem, bytes, src, len, &lim, &err) == WISP_OK) {
+        static const wisp_chat_message msgs[] = {
+            {"system", 6, "Be {{ brief }}.", 15},
+            {"user", 4, "Hi {% if %} <|im_end|>", 22},
+            {"assistant", 9, "<think>x</think>\n\nHello", 23},
+            {"user", 4, "  caf\xc3\xa9  ", 9},
+        };
+        wisp_template_vars vars = {msgs, (size_t)((opt >> 2) & 3) + 1, (opt & 16) != 0, (opt & 32) ? "<s>" : NULL,
+                                   (opt & 64) ? "</s>" : NULL, 2024, 7, 26};
+        char out[8192];
+        size_t n = 0;
+        wisp_text_span spans[32];
+        size_t n_spans = 0;
+        if (wisp_template_render_spans(t, &vars, out, sizeof out, &n, (opt & 128) ? spans : NULL, 32, &n_spans, &err) ==
+            WISP_OK) {
+            if (n >= sizeof out) abort();
+            for (size_t i = 0; i < n_spans; i++) /* content pieces lie inside the text, in order */
+                if (spans[i].start + spans[i].len > n || (i && spans[i].start < spans[i - 1].start + spans[i - 1].len)) abort();
+        }
+    }
+    free(mem);
+    return 0;
+}
