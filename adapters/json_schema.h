@@ -1,0 +1,38 @@
+/* JSON Schema -> GBNF grammar text, for constrained generation and checking.
+ *
+ * Supported: type (one or a list), properties / required /
+ * additionalProperties (false, true or a schema) with members in ANY order
+ * (up to 8 listed properties), enum and const (scalar values), items,
+ * minItems / maxItems, minimum / maximum / exclusiveMinimum /
+ * exclusiveMaximum on integers and numbers, multipleOf 1 (integers) and
+ * powers of ten 10^-k (numbers: at most k significant decimals), minLength /
+ * maxLength, pattern (anchored or not: literals, classes, . \d \w \s, groups,
+ * alternation, * + ? {m,n}), format (date, time, date-time, email, uuid),
+ * anyOf, oneOf (whose branches must be provably disjoint), allOf of object
+ * schemas, $ref into #/$defs and #/definitions (recursion included), and
+ * the annotations title, description, $schema, $id, $comment, default,
+ * examples. Anything else is refused with an error naming the keyword.
+ *
+ * The language is exact for what it supports, with stated restrictions
+ * that only ever REFUSE valid text, never admit invalid text: whitespace
+ * is " " or a newline and up to 20 spaces/tabs; numbers have at most 17
+ * integer and 16 fraction digits (and no exponent when bounded); strings
+ * in enum/const must be spelled as in the schema; additional property
+ * names and pattern strings use no escapes. */
+#ifndef WISP_JSON_SCHEMA_H
+#define WISP_JSON_SCHEMA_H
+
+#include <stddef.h>
+
+#include "json.h"
+#include "status.h"
+
+/* Write the grammar for the schema at node 0 of `schema` into out[0..cap)
+ * (NUL-terminated); *len gets the full length even when cap is too small
+ * (then WISP_ERR_CAPACITY: call again with *len + 1). */
+wisp_status wisp_json_schema_to_gbnf(const wisp_json *schema, char *out, size_t cap, size_t *len, wisp_error *err);
+
+/* The grammar of any JSON value (object_only: any JSON object). */
+size_t wisp_json_any_gbnf(int object_only, char *out, size_t cap);
+
+#endif
