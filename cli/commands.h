@@ -18,5 +18,6 @@ int cmd_quantize(int argc, char **argv);
 int cmd_lora_grad(int argc, char **argv);
 int cmd_finetune(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_grammar(int argc, char **argv);
 
 #endif

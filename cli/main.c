@@ -26,6 +26,7 @@ static const command commands[] = {
     {"quantize", cmd_quantize, "rewrite a model's weights in another type or the q4_k_m mix"},
     {"finetune", cmd_finetune, "train a LoRA adapter on a text or JSONL file (QLoRA on any base type)"},
     {"eval", cmd_eval, "mean loss and perplexity of a data file, with or without adapters"},
+    {"grammar", cmd_grammar, "check GBNF grammars and JSON Schemas, match strings, measure constrained sampling"},
     {"lora-grad", cmd_lora_grad, "loss and LoRA gradients of one pass as JSON (for checking against references)"},
 };
 
