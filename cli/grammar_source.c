@@ -7,6 +7,7 @@
 #include "json.h"
 #include "json_schema.h"
 #include "session.h"
+#include "tokenizer.h"
 
 char *cli_read_text(const char *path, size_t *len, const char *who) {
     FILE *f = fopen(path, "rb");
@@ -132,4 +133,60 @@ bool cli_grammar_build(cli_grammar *cg, const char *gbnf, const char *who) {
 void cli_grammar_free(cli_grammar *cg) {
     free(cg->mem);
     cg->mem = NULL;
+}
+
+bool cli_guide_open(cli_guide *cg, const wisp_tokenizer *tok, const char *gbnf, const char *who) {
+    memset(cg, 0, sizeof *cg);
+    wisp_error err = {0};
+    size_t len = strlen(gbnf);
+    wisp_matcher_limits lim = wisp_matcher_limits_default();
+    wisp_status st = wisp_token_trie_plan(tok, &cg->trie_bytes, &err);
+    if (!st) st = wisp_grammar_plan(gbnf, len, &cg->grammar_bytes, &err);
+    wisp_arena arena;
+    if (!st) {
+        /* the guide depends on the trie (its longest token): trie and grammar first, the guide after */
+        size_t first = cg->trie_bytes + cg->grammar_bytes;
+        if (posix_memalign(&cg->mem, 64, first)) st = wisp_fail(&err, WISP_ERR_CAPACITY, "out of memory");
+    }
+    if (!st) {
+        double t0 = cli_now();
+        wisp_arena_init(&arena, cg->mem, cg->trie_bytes + cg->grammar_bytes);
+        st = wisp_token_trie_init(&cg->trie, tok, &arena, &err);
+        cg->trie_seconds = cli_now() - t0;
+        t0 = cli_now();
+        if (!st) st = wisp_grammar_compile(gbnf, len, &arena, &cg->g, &err);
+        cg->compile_seconds = cli_now() - t0;
+    }
+    void *guide_mem = NULL;
+    if (!st) {
+        cg->guide_bytes = wisp_guide_plan(&cg->trie, cg->g, &lim);
+        if (posix_memalign(&guide_mem, 64, cg->guide_bytes)) st = wisp_fail(&err, WISP_ERR_CAPACITY, "out of memory");
+    }
+    if (!st) {
+        wisp_arena ga;
+        wisp_arena_init(&ga, guide_mem, cg->guide_bytes);
+        st = wisp_guide_init(&cg->guide, &cg->trie, cg->g, &lim, &ga, &err);
+    }
+    if (st) {
+        free(guide_mem);
+        cli_report(who, &err);
+        free(cg->mem);
+        cg->mem = NULL;
+        return false;
+    }
+    cg->guide_mem = guide_mem;
+    return true;
+}
+
+void cli_guide_close(cli_guide *cg) {
+    free(cg->guide_mem);
+    free(cg->mem);
+    cg->mem = cg->guide_mem = NULL;
+}
+
+bool cli_guide_finished(cli_guide *cg, const char *who) {
+    if (wisp_guide_done(&cg->guide) && !cg->guide.error.message[0]) return true;
+    if (wisp_guide_done(&cg->guide) && cg->trie.n_eog == 0) return true;
+    fprintf(stderr, "wisp %s: %s\n", who, cg->guide.error.message[0] ? cg->guide.error.message : "grammar: stopped");
+    return false;
 }

@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "grammar.h"
+#include "guide.h"
 
 typedef struct cli_grammar_opts {
     const char *text;   /* --grammar GBNF */
@@ -46,5 +47,23 @@ typedef struct cli_grammar {
 
 bool cli_grammar_build(cli_grammar *cg, const char *gbnf, const char *who);
 void cli_grammar_free(cli_grammar *cg);
+
+/* A sampler stage for a model: its vocabulary trie, the grammar and a guide,
+ * in one block planned exactly. Attach with `sampler.guide = &cg->guide`. */
+typedef struct cli_guide {
+    void *mem, *guide_mem; /* trie + grammar (per model + grammar), and the guide's state */
+    size_t trie_bytes, grammar_bytes, guide_bytes;
+    wisp_token_trie trie;
+    const wisp_grammar *g;
+    wisp_guide guide;
+    double trie_seconds, compile_seconds;
+} cli_guide;
+
+bool cli_guide_open(cli_guide *cg, const wisp_tokenizer *tok, const char *gbnf, const char *who);
+void cli_guide_close(cli_guide *cg);
+/* After wisp_sample returned -1 with a guide attached: true when that is the
+ * grammar's normal end (complete, and the model has no end token); otherwise
+ * prints why and returns false. */
+bool cli_guide_finished(cli_guide *cg, const char *who);
 
 #endif
