@@ -29,6 +29,7 @@ typedef struct sc {
     int depth;
     struct { int64_t node; uint32_t rule; } defs[MAX_DEFS];
     int n_defs;
+    wisp_json_schema_limits lim;
     char path[160]; /* where in the schema, for messages */
     size_t path_len;
     /* property-name trie for "any other key" (one object at a time) */
@@ -117,17 +118,12 @@ static const char *const k_prelude =
     "ws ::= ( \" \" | \"\\n\" [ \\t]{0,20} )?\n"
     "jchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )\n"
     "jkchar ::= [^\"\\\\\\x00-\\x1F]\n"
-    "string ::= \"\\\"\" jchar* \"\\\"\"\n"
     "int ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,16} )\n"
     "frac ::= \".\" [0-9]{1,16}\n"
     "exp ::= [eE] [-+]? [0-9]{1,3}\n"
     "number ::= int frac? exp?\n"
     "bool ::= \"true\" | \"false\"\n"
     "null ::= \"null\"\n"
-    "value ::= object | array | string | number | bool | null\n"
-    "member ::= string ws \":\" ws value\n"
-    "object ::= \"{\" ws ( member ( ws \",\" ws member )* ws )? \"}\"\n"
-    "array ::= \"[\" ws ( value ( ws \",\" ws value )* ws )? \"]\"\n"
     "d2 ::= [0-9] [0-9]\n"
     "leap4 ::= [02468] [48] | [2468] \"0\" | [13579] [26]\n"
     "year ::= [0-9]{3} [1-9] | [0-9]{2} [1-9] \"0\" | [0-9] [1-9] \"00\" | [1-9] \"000\"\n"
@@ -143,12 +139,41 @@ static const char *const k_prelude =
     "hex ::= [0-9a-fA-F]\n"
     "uuid ::= hex{8} \"-\" hex{4} \"-\" hex{4} \"-\" hex{4} \"-\" hex{12}\n";
 
-size_t wisp_json_any_gbnf(int object_only, char *out, size_t cap) {
+/* string, value, object and array: exact, or within the limits */
+static void put_prelude(sc *c) {
+    put(c, k_prelude);
+    if (c->lim.max_string) putf(c, "string ::= \"\\\"\" jchar{0,%u} \"\\\"\"\n", c->lim.max_string);
+    else put(c, "string ::= \"\\\"\" jchar* \"\\\"\"\n");
+    if (!c->lim.max_items) {
+        put(c, "value ::= object | array | string | number | bool | null\n"
+               "member ::= string ws \":\" ws value\n"
+               "object ::= \"{\" ws ( member ( ws \",\" ws member )* ws )? \"}\"\n"
+               "array ::= \"[\" ws ( value ( ws \",\" ws value )* ws )? \"]\"\n");
+        return;
+    }
+    unsigned d = c->lim.max_depth ? c->lim.max_depth : 1, more = c->lim.max_items - 1;
+    put(c, "v0 ::= string | number | bool | null\n");
+    for (unsigned k = 1; k <= d; k++) {
+        putf(c, "o%u ::= \"{\" ws ( string ws \":\" ws v%u ( ws \",\" ws string ws \":\" ws v%u ){0,%u} ws )? \"}\"\n", k,
+             k - 1, k - 1, more);
+        putf(c, "a%u ::= \"[\" ws ( v%u ( ws \",\" ws v%u ){0,%u} ws )? \"]\"\n", k, k - 1, k - 1, more);
+        putf(c, "v%u ::= o%u | a%u | v0\n", k, k, k);
+    }
+    putf(c, "value ::= v%u\nobject ::= o%u\narray ::= a%u\n", d, d, d);
+}
+
+wisp_json_schema_limits wisp_json_schema_bounded(void) {
+    wisp_json_schema_limits l = {32, 6, 2, 1};
+    return l;
+}
+
+size_t wisp_json_any_gbnf(int object_only, const wisp_json_schema_limits *lim, char *out, size_t cap) {
     sc c;
     memset(&c, 0, sizeof c);
     c.out = out, c.cap = cap;
+    if (lim) c.lim = *lim;
     put(&c, object_only ? "root ::= object\n" : "root ::= value\n");
-    put(&c, k_prelude);
+    put_prelude(&c);
     if (cap) out[c.len < cap ? c.len : cap - 1] = 0;
     return c.len;
 }
@@ -631,7 +656,10 @@ static wisp_status rx_seq(rx *r) {
         if ((st = rx_atom(r))) return st;
         if (r->i >= r->n) break;
         char q = r->s[r->i];
-        if (q == '*' || q == '+' || q == '?') {
+        if ((q == '*' || q == '+') && c->lim.max_items) {
+            putf(c, "{%d,%u}", q == '+', c->lim.max_items);
+            r->i++;
+        } else if (q == '*' || q == '+' || q == '?') {
             putf(c, "%c", q);
             r->i++;
         } else if (q == '{') {
@@ -641,7 +669,12 @@ static wisp_status rx_seq(rx *r) {
             for (size_t k = r->i + 1; k < close; k++)
                 if (!((r->s[k] >= '0' && r->s[k] <= '9') || r->s[k] == ',')) return refuse(c, "pattern: bad {m,n}");
             if (r->s[r->i + 1] == ',') return refuse(c, "pattern: {,n} is not supported (write {0,n})");
-            put_n(c, r->s + r->i, close + 1 - r->i);
+            if (c->lim.max_items && r->s[close - 1] == ',') { /* {m,} within the limit */
+                unsigned m = 0;
+                for (size_t k = r->i + 1; k < close - 1; k++) m = m * 10 + (unsigned)(r->s[k] - '0');
+                putf(c, "{%u,%u}", m, m + c->lim.max_items);
+            } else
+                put_n(c, r->s + r->i, close + 1 - r->i);
             r->i = close + 1;
         } else continue;
         if (r->i < r->n && r->s[r->i] == '?') r->i++; /* lazy: the same set of whole matches */
@@ -670,13 +703,16 @@ static wisp_status gen_pattern(sc *c, int64_t pnode) {
     bool end = n && buf[n - 1] == '$' && (n < 2 || buf[n - 2] != '\\');
     if (start) r.i = 1;
     put(c, " \"\\\"\"");
-    if (!start) put(c, " jchar*");
+    char any_text[32];
+    if (c->lim.max_string) wisp_format(any_text, sizeof any_text, " jchar{0,%u}", c->lim.max_string);
+    else wisp_format(any_text, sizeof any_text, " jchar*");
+    if (!start) put(c, any_text);
     put(c, " (");
     wisp_status st = rx_alt(&r);
     if (st) return st;
     if (r.i < n && !(end && r.i == n - 1)) return refuse(c, "pattern: unexpected '%c'", buf[r.i]);
     put(c, " )");
-    if (!end) put(c, " jchar*");
+    if (!end) put(c, any_text);
     put(c, " \"\\\"\"");
     return WISP_OK;
 }
@@ -704,6 +740,8 @@ static wisp_status gen_string(sc *c, int64_t node) {
     }
     if (pat >= 0) return gen_pattern(c, pat);
     if (maxl >= 0 && maxl < minl) return refuse(c, "maxLength is below minLength");
+    if (maxl < 0 && c->lim.max_string) maxl = minl > (int64_t)c->lim.max_string ? minl : (int64_t)c->lim.max_string;
+    lengths = minl > 0 || maxl >= 0;
     if (!lengths) put(c, " string");
     else if (maxl < 0) putf(c, " \"\\\"\" jchar{%lld,} \"\\\"\"", (long long)minl);
     else putf(c, " \"\\\"\" jchar{%lld,%lld} \"\\\"\"", (long long)minl, (long long)maxl);
@@ -843,11 +881,10 @@ static wisp_status read_additional(sc *c, int64_t node, int64_t *add) {
     if (a < 0) return WISP_OK;
     bool b;
     if (wisp_json_bool(c->j, a, &b)) {
-        if (!b) *add = -2;
+        *add = b ? -1 : -2;
         return WISP_OK;
     }
     if (!wisp_json_is(c->j, a, WISP_JSON_OBJECT)) return refuse(c, "'additionalProperties' must be a boolean or a schema");
-    if (*add == -2) return WISP_OK;
     *add = a;
     return WISP_OK;
 }
@@ -906,7 +943,7 @@ static wisp_status other_key_rule(sc *c, const objview *o, uint32_t *rule) {
 static wisp_status gen_object(sc *c, int64_t node, uint32_t *rule) {
     objview o;
     memset(&o, 0, sizeof o);
-    o.additional = -1;
+    o.additional = c->lim.strict_objects ? -2 : -1;
     wisp_status st;
     int64_t all = wisp_json_get(c->j, node, "allOf");
     if ((st = add_props(c, &o, node)) || (st = read_additional(c, node, &o.additional))) return st;
@@ -989,9 +1026,10 @@ static wisp_status gen_object(sc *c, int64_t node, uint32_t *rule) {
         put(c, "\n");
     }
     *rule = new_rule(c);
-    putf(c, "r%u ::= \"{\" ws ( r%u", *rule, m0);
-    if (o.required == 0) put(c, " | \"}\"");
-    put(c, " )\n");
+    bool first_member = additional || o.n > 0;
+    putf(c, "r%u ::= \"{\" ws", *rule);
+    if (first_member) putf(c, " ( r%u%s )\n", m0, o.required == 0 ? " | \"}\"" : "");
+    else put(c, " \"}\"\n");
     return WISP_OK;
 }
 
@@ -1002,6 +1040,7 @@ static wisp_status gen_array(sc *c, int64_t node, uint32_t *rule) {
     wisp_status st;
     if ((st = get_count(c, node, "minItems", 0, &mn)) || (st = get_count(c, node, "maxItems", -1, &mx))) return st;
     if (mx >= 0 && mx < mn) return refuse(c, "maxItems is below minItems");
+    if (mx < 0 && c->lim.max_items) mx = mn > (int64_t)c->lim.max_items ? mn : (int64_t)c->lim.max_items;
     uint32_t item = 0;
     bool any = items < 0;
     if (!any) {
@@ -1269,12 +1308,18 @@ static wisp_status gen(sc *c, int64_t node, uint32_t *rule) {
 }
 
 wisp_status wisp_json_schema_to_gbnf(const wisp_json *schema, char *out, size_t cap, size_t *len, wisp_error *err) {
+    return wisp_json_schema_to_gbnf_ex(schema, NULL, out, cap, len, err);
+}
+
+wisp_status wisp_json_schema_to_gbnf_ex(const wisp_json *schema, const wisp_json_schema_limits *lim, char *out,
+                                        size_t cap, size_t *len, wisp_error *err) {
     sc c;
     memset(&c, 0, sizeof c);
     c.j = schema, c.err = err, c.out = out, c.cap = cap;
+    if (lim) c.lim = *lim;
     *len = 0;
     if (!schema || schema->n_nodes == 0) return wisp_fail(err, WISP_ERR_ARG, "JSON schema: empty");
-    put(&c, k_prelude);
+    put_prelude(&c);
     uint32_t root;
     wisp_status st = gen(&c, 0, &root);
     if (st) return st;

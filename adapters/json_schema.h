@@ -27,12 +27,28 @@
 #include "json.h"
 #include "status.h"
 
+/* Bounds for generating from a model that may ramble (tiny or random-weight
+ * models): they only ever narrow the language (everything accepted stays
+ * valid). Zero: no bound. */
+typedef struct wisp_json_schema_limits {
+    unsigned max_string;   /* characters of a string without its own maxLength; also unanchored pattern ends */
+    unsigned max_items;    /* items of an array without maxItems; also * + {m,} in patterns */
+    unsigned max_depth;    /* nesting of an "any JSON value" (when max_items is set) */
+    int strict_objects;    /* no properties beyond those listed unless additionalProperties allows them */
+} wisp_json_schema_limits;
+
+/* What `wisp run --json-bounded` uses: 32 characters, 6 items, depth 2, strict objects. */
+wisp_json_schema_limits wisp_json_schema_bounded(void);
+
+wisp_status wisp_json_schema_to_gbnf_ex(const wisp_json *schema, const wisp_json_schema_limits *lim, char *out,
+                                        size_t cap, size_t *len, wisp_error *err);
+
 /* Write the grammar for the schema at node 0 of `schema` into out[0..cap)
  * (NUL-terminated); *len gets the full length even when cap is too small
  * (then WISP_ERR_CAPACITY: call again with *len + 1). */
 wisp_status wisp_json_schema_to_gbnf(const wisp_json *schema, char *out, size_t cap, size_t *len, wisp_error *err);
 
-/* The grammar of any JSON value (object_only: any JSON object). */
-size_t wisp_json_any_gbnf(int object_only, char *out, size_t cap);
+/* The grammar of any JSON value (object_only: any JSON object); lim may be NULL. */
+size_t wisp_json_any_gbnf(int object_only, const wisp_json_schema_limits *lim, char *out, size_t cap);
 
 #endif

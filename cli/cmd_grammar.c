@@ -12,7 +12,7 @@ static char *load(const char *file, bool schema, const char *who) {
     size_t len;
     char *text = cli_read_text(file, &len, who);
     if (!text || !schema) return text;
-    char *g = cli_schema_gbnf(text, len, who);
+    char *g = cli_schema_gbnf(text, len, false, who);
     free(text);
     return g;
 }

@@ -44,7 +44,8 @@ char *cli_read_text(const char *path, size_t *len, const char *who) {
     return buf;
 }
 
-char *cli_schema_gbnf(const char *schema, size_t len, const char *who) {
+char *cli_schema_gbnf(const char *schema, size_t len, bool bounded, const char *who) {
+    wisp_json_schema_limits lim = wisp_json_schema_bounded();
     wisp_json j;
     wisp_error err = {0};
     size_t need = 0;
@@ -58,10 +59,10 @@ char *cli_schema_gbnf(const char *schema, size_t len, const char *who) {
     }
     size_t glen = 0;
     if (!st) {
-        st = wisp_json_schema_to_gbnf(&j, NULL, 0, &glen, &err);
+        st = wisp_json_schema_to_gbnf_ex(&j, bounded ? &lim : NULL, NULL, 0, &glen, &err);
         if (st == WISP_ERR_CAPACITY) {
             out = malloc(glen + 1);
-            st = out ? wisp_json_schema_to_gbnf(&j, out, glen + 1, &glen, &err)
+            st = out ? wisp_json_schema_to_gbnf_ex(&j, bounded ? &lim : NULL, out, glen + 1, &glen, &err)
                      : wisp_fail(&err, WISP_ERR_CAPACITY, "out of memory");
         }
     }
@@ -88,20 +89,25 @@ char *cli_grammar_text(const cli_grammar_opts *o, bool *none, const char *who) {
         return t;
     }
     if (o->file) return cli_read_text(o->file, NULL, who);
+    if (o->bounded && !o->json && !o->schema) {
+        fprintf(stderr, "wisp %s: --json-bounded goes with --json or --json-schema\n", who);
+        return NULL;
+    }
     if (o->json) {
-        size_t n = wisp_json_any_gbnf(1, NULL, 0);
+        wisp_json_schema_limits lim = wisp_json_schema_bounded();
+        size_t n = wisp_json_any_gbnf(1, o->bounded ? &lim : NULL, NULL, 0);
         char *t = malloc(n + 1);
-        if (t) wisp_json_any_gbnf(1, t, n + 1);
+        if (t) wisp_json_any_gbnf(1, o->bounded ? &lim : NULL, t, n + 1);
         return t;
     }
     /* --json-schema: inline JSON when it starts like JSON, else a file */
     const char *s = o->schema;
     while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
-    if (*s == '{' || *s == '[' || strcmp(s, "true") == 0) return cli_schema_gbnf(o->schema, strlen(o->schema), who);
+    if (*s == '{' || *s == '[' || strcmp(s, "true") == 0) return cli_schema_gbnf(o->schema, strlen(o->schema), o->bounded, who);
     size_t len;
     char *text = cli_read_text(o->schema, &len, who);
     if (!text) return NULL;
-    char *g = cli_schema_gbnf(text, len, who);
+    char *g = cli_schema_gbnf(text, len, o->bounded, who);
     free(text);
     return g;
 }

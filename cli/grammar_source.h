@@ -17,19 +17,23 @@ typedef struct cli_grammar_opts {
     const char *file;   /* --grammar-file PATH */
     const char *schema; /* --json-schema PATH or inline JSON */
     bool json;          /* --json: any JSON object */
+    bool bounded;       /* --json-bounded: short strings and arrays, no unlisted properties */
 } cli_grammar_opts;
 
 #define CLI_GRAMMAR_OPTS(o)                                                                                         \
     {"grammar", 0, OPT_STR, &(o)->text, "GBNF", "constrain the output to this grammar (llama.cpp GBNF syntax)"},    \
     {"grammar-file", 0, OPT_STR, &(o)->file, "PATH", "constrain the output to the GBNF grammar in PATH"},             \
     {"json-schema", 0, OPT_STR, &(o)->schema, "SCHEMA", "constrain the output to JSON valid under SCHEMA (a file or inline JSON)"}, \
-    {"json", 0, OPT_FLAG, &(o)->json, NULL, "constrain the output to a JSON object"}
+    {"json", 0, OPT_FLAG, &(o)->json, NULL, "constrain the output to a JSON object"},                               \
+    {"json-bounded", 0, OPT_FLAG, &(o)->bounded, NULL,                                                              \
+     "with --json/--json-schema: strings of at most 32 characters, arrays of at most 6 items, no properties the "  \
+     "schema does not list (for small models that ramble)"}
 
 /* Read a whole file (NUL-terminated, malloc'd). NULL with a message on stderr. */
 char *cli_read_text(const char *path, size_t *len, const char *who);
 
-/* JSON Schema text -> GBNF (malloc'd). NULL with a message on stderr. */
-char *cli_schema_gbnf(const char *schema, size_t len, const char *who);
+/* JSON Schema text -> GBNF (malloc'd), exact or bounded. NULL with a message on stderr. */
+char *cli_schema_gbnf(const char *schema, size_t len, bool bounded, const char *who);
 
 /* The GBNF the options ask for (malloc'd), or NULL: *none is set when no
  * option was given; otherwise the error was printed. */
