@@ -111,21 +111,18 @@ static int grammar_match(int argc, char **argv) {
     return status;
 }
 
-int cmd_grammar_bench(int argc, char **argv);
-
 int cmd_grammar(int argc, char **argv) {
     static const char *const help =
         "usage: wisp grammar SUBCOMMAND [options]   (wisp grammar SUBCOMMAND --help for details)\n\n"
         "  check FILE [--schema]                  compile a GBNF grammar or JSON Schema; errors with line:column\n"
         "  match (FILE | --schema FILE) STRING    exit 0 when STRING is accepted whole, 1 when not\n"
-        "  bench -m MODEL [--schemas FILE]        per-token mask time, schema compile time, decode speed\n";
+        "(bench/grammar.sh measures mask time, schema compile time and constrained decode speed)\n";
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(help, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (strcmp(argv[1], "check") == 0) return grammar_check(argc - 1, argv + 1);
     if (strcmp(argv[1], "match") == 0) return grammar_match(argc - 1, argv + 1);
-    if (strcmp(argv[1], "bench") == 0) return cmd_grammar_bench(argc - 1, argv + 1);
     fprintf(stderr, "wisp grammar: unknown subcommand '%s'\n\n%s", argv[1], help);
     return CLI_USAGE;
 }

@@ -4,16 +4,34 @@
 #include "guide.h"
 
 #define FORCED_MAX 64 /* bytes looked ahead for a forced continuation */
+#define MAX_STATES 8192 /* distinct states one mask walk may meet */
+#define TRANS_CAP 65536 /* (state, byte) steps remembered in one walk (a power of two) */
+#define DEAD 0xFFFFFFFFu
 
 static size_t mask_words(const wisp_token_trie *t) { return ((size_t)t->n_vocab + 31) / 32; }
 
-size_t wisp_guide_plan(const wisp_token_trie *t, const wisp_grammar *g, const wisp_matcher_limits *lim) {
+/* The guide's own arrays, after the matcher's, from one list (plan and init agree). */
+static size_t guide_arrays(const wisp_token_trie *t, wisp_guide *gd, wisp_arena *arena) {
     size_t depth = (size_t)t->max_len + 2;
-    size_t b = wisp_matcher_plan(g, lim);
-    b = wisp_bytes_add(b, wisp_bytes_of(mask_words(t), 4));
-    b = wisp_bytes_add(b, wisp_bytes_of(depth, sizeof(wisp_gstate)));
-    for (int i = 0; i < 3; i++) b = wisp_bytes_add(b, wisp_bytes_of(depth, 4));
-    return b;
+    struct { void **dest; size_t bytes; } parts[] = {
+        {(void **)(gd ? &gd->mask : NULL), mask_words(t) * 4},
+        {(void **)(gd ? &gd->walk_state : NULL), depth * 4},
+        {(void **)(gd ? &gd->walk_end : NULL), depth * 4},
+        {(void **)(gd ? &gd->states : NULL), MAX_STATES * sizeof(wisp_gstate)},
+        {(void **)(gd ? &gd->state_hash : NULL), MAX_STATES * 4},
+        {(void **)(gd ? &gd->state_table : NULL), 2 * MAX_STATES * 4},
+        {(void **)(gd ? &gd->trans : NULL), 2 * (size_t)TRANS_CAP * 4},
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        total = wisp_bytes_add(total, wisp_bytes_of(parts[i].bytes, 1));
+        if (arena && !(*parts[i].dest = wisp_arena_alloc(arena, parts[i].bytes, WISP_PART_GRAMMAR))) return 0;
+    }
+    return total;
+}
+
+size_t wisp_guide_plan(const wisp_token_trie *t, const wisp_grammar *g, const wisp_matcher_limits *lim) {
+    return wisp_bytes_add(wisp_matcher_plan(g, lim), guide_arrays(t, NULL, NULL));
 }
 
 wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp_grammar *g,
@@ -26,14 +44,8 @@ wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp
     gd->trie = t;
     wisp_status st = wisp_matcher_init(&gd->m, g, lim, arena, err);
     if (st) return st;
-    size_t depth = (size_t)t->max_len + 2;
-    gd->mask = wisp_arena_alloc(arena, mask_words(t) * 4, WISP_PART_GRAMMAR);
-    gd->walk_state = wisp_arena_alloc(arena, depth * sizeof(wisp_gstate), WISP_PART_GRAMMAR);
-    gd->walk_sets = wisp_arena_alloc(arena, depth * 4, WISP_PART_GRAMMAR);
-    gd->walk_nodes = wisp_arena_alloc(arena, depth * 4, WISP_PART_GRAMMAR);
-    gd->walk_end = wisp_arena_alloc(arena, depth * 4, WISP_PART_GRAMMAR);
-    if (!gd->mask || !gd->walk_state || !gd->walk_sets || !gd->walk_nodes || !gd->walk_end)
-        return wisp_fail(err, WISP_ERR_INTERNAL, "grammar guide: the arena ran out after planning");
+    if (!guide_arrays(t, gd, arena)) return wisp_fail(err, WISP_ERR_INTERNAL, "grammar guide: the arena ran out after planning");
+    gd->max_states = MAX_STATES, gd->trans_cap = TRANS_CAP;
     return WISP_OK;
 }
 
@@ -70,6 +82,41 @@ bool wisp_guide_allows(wisp_guide *gd, int32_t id) {
     return ok;
 }
 
+/* Sort a new state's ids (few) so equal sets look equal; return its hash. */
+static uint32_t canonical(uint32_t *ids, uint32_t n) {
+    for (uint32_t i = 1; i < n; i++)
+        for (uint32_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+            uint32_t x = ids[j];
+            ids[j] = ids[j - 1], ids[j - 1] = x;
+        }
+    uint32_t h = 2166136261u ^ n;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ ids[i]) * 16777619u;
+    return h ^ (h >> 13);
+}
+
+/* The id of state `s` (just pushed on the matcher's set stack): an earlier
+ * equal state's (then `s` is popped), or a new one. DEAD when full. */
+static uint32_t intern(wisp_guide *gd, wisp_gstate s) {
+    wisp_matcher *m = &gd->m;
+    uint32_t *ids = m->sets + s.off;
+    uint32_t h = canonical(ids, s.n), mask = 2 * gd->max_states - 1;
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        uint32_t e = gd->state_table[i];
+        if (e == 0) {
+            if (gd->n_states == gd->max_states) return DEAD;
+            uint32_t id = gd->n_states++;
+            gd->states[id] = s, gd->state_hash[id] = h;
+            gd->state_table[i] = id + 1;
+            return id;
+        }
+        wisp_gstate o = gd->states[e - 1];
+        if (gd->state_hash[e - 1] == h && o.n == s.n && memcmp(m->sets + o.off, ids, s.n * 4) == 0) {
+            m->sets_top = s.off; /* a copy: drop it */
+            return e - 1;
+        }
+    }
+}
+
 uint32_t wisp_guide_mask(wisp_guide *gd, wisp_error *err) {
     const wisp_token_trie *t = gd->trie;
     wisp_matcher *m = &gd->m;
@@ -83,25 +130,50 @@ uint32_t wisp_guide_mask(wisp_guide *gd, wisp_error *err) {
             allowed++;
         }
     uint32_t base_top = m->sets_top, base_nodes = m->n_nodes;
+    memset(gd->state_table, 0, 2 * (size_t)gd->max_states * 4);
+    memset(gd->trans, 0, 2 * (size_t)gd->trans_cap * 4);
+    gd->n_states = 0;
+    /* the committed state as state 0 (a copy, so that sorting it leaves the matcher alone) */
+    wisp_gstate root = {m->sets_top, m->cur.n};
+    if (m->sets_top + m->cur.n > m->sets_cap) {
+        wisp_fail(err, WISP_ERR_CAPACITY, "grammar: state store full");
+        return 0;
+    }
+    memcpy(m->sets + m->sets_top, m->sets + m->cur.off, m->cur.n * 4);
+    m->sets_top += m->cur.n;
     int d = 0;
-    gd->walk_state[0] = m->cur;
+    gd->walk_state[0] = intern(gd, root);
     gd->walk_end[0] = t->n_nodes;
-    gd->walk_sets[0] = base_top, gd->walk_nodes[0] = base_nodes;
+    wisp_status st = WISP_OK;
+    uint32_t tmask = gd->trans_cap - 1, n_trans = 0;
     for (uint32_t i = 1; i < t->n_nodes;) {
-        while (i >= gd->walk_end[d]) { /* leave finished subtrees */
-            wisp_matcher_truncate(m, gd->walk_sets[d], gd->walk_nodes[d]);
-            d--;
+        while (i >= gd->walk_end[d]) d--; /* leave finished subtrees */
+        uint32_t from = gd->walk_state[d], key = ((from << 8) | t->edge[i]) + 1, next = DEAD, slot;
+        bool known = false;
+        for (slot = (key * 0x9E3779B1u >> 7) & tmask;; slot = (slot + 1) & tmask) {
+            uint32_t k = gd->trans[2 * slot];
+            if (k == key) {
+                next = gd->trans[2 * slot + 1], known = true;
+                break;
+            }
+            if (k == 0) break;
         }
-        uint32_t top = m->sets_top, nodes = m->n_nodes;
-        wisp_gstate next;
-        if (wisp_matcher_step(m, gd->walk_state[d], t->edge[i], &next)) {
-            wisp_matcher_truncate(m, base_top, base_nodes);
-            wisp_fail(err, m->failed, "%s", m->fail_msg);
-            m->failed = WISP_OK;
-            return 0;
+        if (!known) {
+            wisp_gstate to;
+            if ((st = wisp_matcher_step(m, gd->states[from], t->edge[i], &to))) break;
+            if (to.n) {
+                next = intern(gd, to);
+                if (next == DEAD) {
+                    st = wisp_fail(err, WISP_ERR_CAPACITY, "grammar: more than %u states in one mask", gd->max_states);
+                    break;
+                }
+            }
+            if (n_trans < gd->trans_cap / 2) { /* past half full, steps are computed without remembering */
+                gd->trans[2 * slot] = key, gd->trans[2 * slot + 1] = next;
+                n_trans++;
+            }
         }
-        if (next.n == 0) { /* refused: nothing below this node can follow either */
-            wisp_matcher_truncate(m, top, nodes);
+        if (next == DEAD) { /* refused: nothing below this node can follow either */
             i = t->skip[i];
             continue;
         }
@@ -113,10 +185,14 @@ uint32_t wisp_guide_mask(wisp_guide *gd, wisp_error *err) {
         d++;
         gd->walk_state[d] = next;
         gd->walk_end[d] = t->skip[i];
-        gd->walk_sets[d] = top, gd->walk_nodes[d] = nodes;
         i++;
     }
     wisp_matcher_truncate(m, base_top, base_nodes);
+    if (st) {
+        if (m->failed) wisp_fail(err, m->failed, "%s", m->fail_msg);
+        m->failed = WISP_OK;
+        return 0;
+    }
     return allowed;
 }
 

@@ -47,9 +47,16 @@ typedef struct wisp_guide {
     const wisp_token_trie *trie;
     wisp_matcher m;
     uint32_t *mask;        /* [(n_vocab + 31) / 32] set by wisp_guide_mask */
-    /* depth-first walk: per trie depth, the state and where to truncate back to */
-    wisp_gstate *walk_state;
-    uint32_t *walk_sets, *walk_nodes, *walk_end;
+    /* depth-first walk: per trie depth, the state (an interned id) and where its subtree ends */
+    uint32_t *walk_state, *walk_end;
+    /* within one walk, states are interned (hash-consed nodes make equal states equal id sets)
+     * and each (state, byte) step is computed once: in string contents the same few states
+     * recur at every depth, so most trie edges cost one table lookup */
+    wisp_gstate *states;   /* [max_states] */
+    uint32_t *state_hash;  /* [max_states] */
+    uint32_t *state_table; /* [2 x max_states] open addressing: state id + 1 */
+    uint32_t *trans;       /* [2 x trans_cap] (state << 8 | byte) + 1, then the next state (DEAD: refused) */
+    uint32_t n_states, max_states, trans_cap;
     bool ended;            /* an end-of-generation token was accepted */
     wisp_error error;      /* why the sampler stage returned -1 */
     uint64_t n_checks, n_masks, n_forced; /* what the stage did (for statistics) */
