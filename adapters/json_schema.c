@@ -115,7 +115,6 @@ static bool key_is(const sc *c, int64_t key, const char *s) { return wisp_json_s
 /* ---- fixed pieces ---- */
 
 static const char *const k_prelude =
-    "ws ::= ( \" \" | \"\\n\" [ \\t]{0,20} )?\n"
     "jchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )\n"
     "jkchar ::= [^\"\\\\\\x00-\\x1F]\n"
     "int ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,16} )\n"
@@ -134,15 +133,24 @@ static const char *const k_prelude =
     "time ::= ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" ( [0-5] [0-9] | \"60\" ) ( \".\" [0-9]{1,9} )?"
     " ( [Zz] | [-+] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )\n"
     "datetime ::= date [Tt] time\n"
-    "atom ::= [A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}\n"
-    "label ::= [A-Za-z0-9] ( [A-Za-z0-9-]{0,61} [A-Za-z0-9] )?\n"
-    "email ::= atom ( \".\" atom ){0,7} \"@\" label ( \".\" label ){1,7}\n"
     "hex ::= [0-9a-fA-F]\n"
     "uuid ::= hex{8} \"-\" hex{4} \"-\" hex{4} \"-\" hex{4} \"-\" hex{12}\n";
 
 /* string, value, object and array: exact, or within the limits */
 static void put_prelude(sc *c) {
     put(c, k_prelude);
+    /* whitespace and e-mail addresses: as RFC 8259 and RFC 5321 allow (within stated lengths), or short */
+    if (c->lim.max_string) {
+        put(c, "ws ::= \" \"?\n"
+               "atom ::= [A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,16}\n"
+               "label ::= [A-Za-z0-9] ( [A-Za-z0-9-]{0,14} [A-Za-z0-9] )?\n"
+               "email ::= atom ( \".\" atom )? \"@\" label ( \".\" label ){1,2}\n");
+    } else {
+        put(c, "ws ::= ( \" \" | \"\\n\" [ \\t]{0,20} )?\n"
+               "atom ::= [A-Za-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}\n"
+               "label ::= [A-Za-z0-9] ( [A-Za-z0-9-]{0,61} [A-Za-z0-9] )?\n"
+               "email ::= atom ( \".\" atom ){0,7} \"@\" label ( \".\" label ){1,7}\n");
+    }
     if (c->lim.max_string) putf(c, "string ::= \"\\\"\" jchar{0,%u} \"\\\"\"\n", c->lim.max_string);
     else put(c, "string ::= \"\\\"\" jchar* \"\\\"\"\n");
     if (!c->lim.max_items) {
