@@ -24,6 +24,13 @@ expect_fail "$WISP" grammar check "$G/does-not-exist.gbnf"
 expect_fail "$WISP" grammar match "$G/word.gbnf"
 expect_fail "$WISP" grammar frobnicate
 "$WISP" grammar --help | grep -q "match" || fail "help"; ok
+# deep recursion: live stacks are compacted as the node pool fills; past its limit, a clear error
+printf 'root ::= "(" root ")" | "x"\n' > "$G/nest.gbnf"
+python3 -c "import sys; n=int(sys.argv[1]); open(sys.argv[2],'w').write('('*n+'x'+')'*n)" 15000 "$G/nest15k.txt"
+python3 -c "import sys; n=int(sys.argv[1]); open(sys.argv[2],'w').write('('*n+'x'+')'*n)" 40000 "$G/nest40k.txt"
+"$WISP" grammar match "$G/nest.gbnf" --text-file "$G/nest15k.txt" >/dev/null || fail "15000-deep nesting"; ok
+out=$("$WISP" grammar match "$G/nest.gbnf" --text-file "$G/nest40k.txt" 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "limit" || fail "40000-deep nesting must stop at a limit: $rc $out"; ok
 # schemas
 cat > "$G/person.json" <<'JSON'
 {"type": "object", "properties": {"name": {"type": "string", "minLength": 1}, "age": {"type": "integer", "minimum": 0, "maximum": 150}},
