@@ -19,6 +19,7 @@
 #define MAX_NAME_CPS 512  /* code points in all property names of one object */
 #define INT_DIGITS 17
 #define FRAC_DIGITS 16
+#define NO_RULE 0xFFFFFFFFu /* bounded mode: this schema cannot be generated within the depth limit */
 
 typedef struct sc {
     const wisp_json *j;
@@ -27,8 +28,10 @@ typedef struct sc {
     size_t cap, len;
     uint32_t n_rules;
     int depth;
-    struct { int64_t node; uint32_t rule; } defs[MAX_DEFS];
+    struct { int64_t node; uint32_t rule, level; } defs[MAX_DEFS];
     int n_defs;
+    int64_t active[MAX_DEPTH + 2]; /* $ref targets being generated, outermost first */
+    int n_active;
     wisp_json_schema_limits lim;
     char path[160]; /* where in the schema, for messages */
     size_t path_len;
@@ -172,7 +175,7 @@ static void put_prelude(sc *c) {
 }
 
 wisp_json_schema_limits wisp_json_schema_bounded(void) {
-    wisp_json_schema_limits l = {32, 6, 2, 1};
+    wisp_json_schema_limits l = {24, 4, 1, 1};
     return l;
 }
 
@@ -984,6 +987,10 @@ static wisp_status gen_object(sc *c, int64_t node, uint32_t *rule) {
         st = gen(c, o.schema[i], &o.rule[i]);
         path_pop(c, saved);
         if (st) return st;
+        if (o.rule[i] == NO_RULE && (o.required & (1u << i))) { /* a required member beyond the depth limit */
+            *rule = NO_RULE;
+            return WISP_OK;
+        }
     }
     uint32_t add_key = 0, add_val = 0;
     bool additional = o.additional != -2;
@@ -994,6 +1001,7 @@ static wisp_status gen_object(sc *c, int64_t node, uint32_t *rule) {
             st = gen(c, o.additional, &add_val);
             path_pop(c, saved);
             if (st) return st;
+            if (add_val == NO_RULE) additional = false;
         }
     }
     /* member-set rules: m<S> = a member not in S then t<S+p>; t<S> = "," m<S> | "}" */
@@ -1002,12 +1010,12 @@ static wisp_status gen_object(sc *c, int64_t node, uint32_t *rule) {
     c->n_rules += 2 * sets;
     for (uint32_t s = 0; s < sets; s++) {
         bool m_any = additional;
-        for (int p = 0; p < o.n; p++) m_any |= !(s & (1u << p));
+        for (int p = 0; p < o.n; p++) m_any |= !(s & (1u << p)) && o.rule[p] != NO_RULE;
         if (m_any) {
             putf(c, "r%u ::=", m0 + s);
             const char *sep = "";
             for (int p = 0; p < o.n; p++) {
-                if (s & (1u << p)) continue;
+                if ((s & (1u << p)) || o.rule[p] == NO_RULE) continue;
                 size_t kn;
                 const char *ks = raw(c, o.key[p], &kn);
                 put(c, sep);
@@ -1035,7 +1043,8 @@ static wisp_status gen_object(sc *c, int64_t node, uint32_t *rule) {
         put(c, "\n");
     }
     *rule = new_rule(c);
-    bool first_member = additional || o.n > 0;
+    bool first_member = additional;
+    for (int p = 0; p < o.n; p++) first_member |= o.rule[p] != NO_RULE;
     putf(c, "r%u ::= \"{\" ws", *rule);
     if (first_member) putf(c, " ( r%u%s )\n", m0, o.required == 0 ? " | \"}\"" : "");
     else put(c, " \"}\"\n");
@@ -1057,6 +1066,13 @@ static wisp_status gen_array(sc *c, int64_t node, uint32_t *rule) {
         st = gen(c, items, &item);
         path_pop(c, saved);
         if (st) return st;
+        if (item == NO_RULE) { /* items beyond the depth limit: only an empty array */
+            if (mn > 0) {
+                *rule = NO_RULE;
+                return WISP_OK;
+            }
+            mx = 0;
+        }
     }
     *rule = new_rule(c);
     char iname[16];
@@ -1205,7 +1221,11 @@ static wisp_status gen_union(sc *c, int64_t node, int64_t list, bool one_of, uin
         wisp_status st = gen(c, b, &ids[n]);
         path_pop(c, saved);
         if (st) return st;
-        n++;
+        if (ids[n] != NO_RULE) n++;
+    }
+    if (n == 0) {
+        *rule = NO_RULE;
+        return WISP_OK;
     }
     *rule = new_rule(c);
     putf(c, "r%u ::=", *rule);
@@ -1224,17 +1244,35 @@ static wisp_status gen_ref(sc *c, int64_t node, int64_t ref, uint32_t *rule) {
     int64_t target;
     wisp_status st = resolve_ref(c, ref, &target);
     if (st) return st;
+    /* bounded: a definition nests at most max_depth + 1 times (one copy of its rules per level) */
+    uint32_t level = 0;
+    if (c->lim.max_depth) {
+        for (int i = 0; i < c->n_active; i++) level += c->active[i] == target;
+        if (level > c->lim.max_depth) {
+            *rule = NO_RULE;
+            return WISP_OK;
+        }
+    }
     for (int i = 0; i < c->n_defs; i++)
-        if (c->defs[i].node == target) {
+        if (c->defs[i].node == target && c->defs[i].level == level) {
             *rule = c->defs[i].rule;
             return WISP_OK;
         }
     if (c->n_defs == MAX_DEFS) return refuse(c, "more than %d $ref targets", MAX_DEFS);
+    if (c->n_active > MAX_DEPTH) return refuse(c, "$ref nested more than %d deep", MAX_DEPTH);
     uint32_t r = new_rule(c);
-    c->defs[c->n_defs].node = target, c->defs[c->n_defs].rule = r;
-    c->n_defs++;
+    int slot = c->n_defs++;
+    c->defs[slot].node = target, c->defs[slot].rule = r, c->defs[slot].level = level;
     uint32_t body;
-    if ((st = gen(c, target, &body))) return st;
+    c->active[c->n_active++] = target;
+    st = gen(c, target, &body);
+    c->n_active--;
+    if (st) return st;
+    if (body == NO_RULE) {
+        c->defs[slot].rule = NO_RULE; /* the name r stays unused */
+        *rule = NO_RULE;
+        return WISP_OK;
+    }
     putf(c, "r%u ::= r%u\n", r, body);
     *rule = r;
     return WISP_OK;
@@ -1288,10 +1326,17 @@ static wisp_status gen(sc *c, int64_t node, uint32_t *rule) {
                 return WISP_OK;
             }
             if (types & T_OBJECT) {
-                if ((st = gen_object(c, node, &parts[n++]))) return st;
+                if ((st = gen_object(c, node, &parts[n]))) return st;
+                n += parts[n] != NO_RULE;
             }
             if (types & T_ARRAY) {
-                if ((st = gen_array(c, node, &parts[n++]))) return st;
+                if ((st = gen_array(c, node, &parts[n]))) return st;
+                n += parts[n] != NO_RULE;
+            }
+            if (n == 0 && !(types & ~(unsigned)(T_OBJECT | T_ARRAY))) {
+                *rule = NO_RULE;
+                c->depth--;
+                return WISP_OK;
             }
             *rule = new_rule(c);
             putf(c, "r%u ::=", *rule);
@@ -1332,6 +1377,7 @@ wisp_status wisp_json_schema_to_gbnf_ex(const wisp_json *schema, const wisp_json
     uint32_t root;
     wisp_status st = gen(&c, 0, &root);
     if (st) return st;
+    if (root == NO_RULE) return refuse(&c, "the schema needs more nesting than the bounds allow");
     putf(&c, "root ::= r%u\n", root);
     *len = c.len;
     if (cap) out[c.len < cap ? c.len : cap - 1] = 0;

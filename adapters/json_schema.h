@@ -33,11 +33,12 @@
 typedef struct wisp_json_schema_limits {
     unsigned max_string;   /* characters of a string without its own maxLength; also unanchored pattern ends */
     unsigned max_items;    /* items of an array without maxItems; also * + {m,} in patterns */
-    unsigned max_depth;    /* nesting of an "any JSON value" (when max_items is set) */
+    unsigned max_depth;    /* nesting of an "any JSON value" (with max_items) and of a $ref'd definition in itself */
     int strict_objects;    /* no properties beyond those listed unless additionalProperties allows them */
 } wisp_json_schema_limits;
 
-/* What `wisp run --json-bounded` uses: 32 characters, 6 items, depth 2, strict objects. */
+/* What `wisp run --json-bounded` uses: 24 characters, 4 items, nesting 1 (a $ref'd definition
+ * inside itself once; deeper branches are left out), strict objects. */
 wisp_json_schema_limits wisp_json_schema_bounded(void);
 
 wisp_status wisp_json_schema_to_gbnf_ex(const wisp_json *schema, const wisp_json_schema_limits *lim, char *out,

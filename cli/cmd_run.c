@@ -137,6 +137,10 @@ int cmd_run(int argc, char **argv) {
                 n_prompt, t_prefill, t_prefill > 0 ? (double)n_prompt / t_prefill : 0.0, n_gen, t_decode,
                 t_decode > 0 && n_gen > 1 ? (double)(n_gen - 1) / t_decode : 0.0, (unsigned long long)seed,
                 wisp_ctx_kernels_name(ctx));
+    if (!st && guide.mem && !wisp_guide_done(&guide.guide)) {
+        fprintf(stderr, "wisp run: the output is incomplete: generation stopped before the grammar's end (raise -n)\n");
+        st = WISP_ERR_ARG;
+    }
     if (guide.mem && !quiet)
         fprintf(stderr, "[grammar: %llu tokens checked, %llu masks computed, %llu forced]\n",
                 (unsigned long long)guide.guide.n_checks, (unsigned long long)guide.guide.n_masks,

@@ -26,7 +26,7 @@ typedef struct cli_grammar_opts {
     {"json-schema", 0, OPT_STR, &(o)->schema, "SCHEMA", "constrain the output to JSON valid under SCHEMA (a file or inline JSON)"}, \
     {"json", 0, OPT_FLAG, &(o)->json, NULL, "constrain the output to a JSON object"},                               \
     {"json-bounded", 0, OPT_FLAG, &(o)->bounded, NULL,                                                              \
-     "with --json/--json-schema: strings of at most 32 characters, arrays of at most 6 items, no properties the "  \
+     "with --json/--json-schema: strings of at most 24 characters, arrays of at most 4 items, recursion 1 deep, no properties the "  \
      "schema does not list (for small models that ramble)"}
 
 /* Read a whole file (NUL-terminated, malloc'd). NULL with a message on stderr. */
