@@ -79,6 +79,7 @@ bool wisp_guide_allows(wisp_guide *gd, int32_t id) {
         s = next;
     }
     wisp_matcher_truncate(m, top, nodes);
+    m->failed = WISP_OK; /* a limit hit here refuses the token; the mask reports the limit */
     return ok;
 }
 
