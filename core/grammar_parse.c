@@ -114,7 +114,7 @@ static uint32_t new_rule(gp *g) {
 static void final_alt(gp *g, uint32_t rule, const uint32_t *e, uint32_t n) {
     if (g->write) {
         g->alt_start[g->n_alts] = g->n_elems;
-        memcpy(g->elems + g->n_elems, e, n * sizeof *e);
+        if (n) memcpy(g->elems + g->n_elems, e, n * sizeof *e);
         g->elems[g->n_elems + n] = ELEM(WISP_GE_END, 0);
         g->rule_n_alts[rule]++;
     }
