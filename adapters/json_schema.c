@@ -574,34 +574,60 @@ typedef struct rx {
 
 static wisp_status rx_alt(rx *r);
 
+/* One character of a class, written as GBNF class text; *cp is its code point, or -1 for \d \w \s. */
+static wisp_status rx_class_char(rx *r, int64_t *cp) {
+    sc *c = r->c;
+    unsigned char ch = (unsigned char)r->s[r->i];
+    if (ch == '\\') {
+        if (r->i + 1 >= r->n) return refuse(c, "pattern: unterminated class");
+        char e = r->s[r->i + 1];
+        r->i += 2;
+        *cp = -1;
+        if (e == 'd') put(c, "0-9");
+        else if (e == 'w') put(c, "a-zA-Z0-9_");
+        else if (e == 's') put(c, " ");
+        else if (e == '\\' || e == '"') return refuse(c, "pattern: a class with a backslash or quote is not supported");
+        else if (e && strchr("[]-^./+*?(){}|$", e)) {
+            if (e == ']' || e == '[' || e == '-' || e == '^') put(c, "\\");
+            put_n(c, &e, 1);
+            *cp = (unsigned char)e;
+        } else return refuse(c, "pattern: escape '\\%c' in a class is not supported", e);
+        return WISP_OK;
+    }
+    if (ch < 0x20) return refuse(c, "pattern: control characters are not supported");
+    if (ch == '"') return refuse(c, "pattern: a class with a quote is not supported");
+    if (ch == '[' && r->i + 1 < r->n && r->s[r->i + 1] == ':') return refuse(c, "pattern: POSIX classes are not supported");
+    size_t len = ch < 0x80 ? 1 : (ch & 0xE0) == 0xC0 ? 2 : (ch & 0xF0) == 0xE0 ? 3 : 4;
+    if (r->i + len > r->n) return refuse(c, "pattern: invalid UTF-8");
+    uint32_t v = len == 1 ? ch : len == 2 ? (ch & 0x1Fu) : len == 3 ? (ch & 0x0Fu) : (ch & 0x07u);
+    for (size_t k = 1; k < len; k++) v = (v << 6) | ((unsigned char)r->s[r->i + k] & 0x3Fu);
+    if (ch == ']' || ch == '-' || ch == '^' || ch == '[') put(c, "\\");
+    put_n(c, r->s + r->i, len);
+    r->i += len;
+    *cp = v;
+    return WISP_OK;
+}
+
 static wisp_status rx_class(rx *r) {
     sc *c = r->c;
+    wisp_status st;
     r->i++; /* [ */
     bool neg = r->i < r->n && r->s[r->i] == '^';
     if (neg) r->i++;
     put(c, neg ? " [^" : " [");
     bool first = true;
     while (r->i < r->n && (r->s[r->i] != ']' || first)) {
-        char ch = r->s[r->i];
         first = false;
-        if (ch == '\\' && r->i + 1 < r->n) {
-            char e = r->s[r->i + 1];
-            r->i += 2;
-            if (e == 'd') put(c, "0-9");
-            else if (e == 'w') put(c, "a-zA-Z0-9_");
-            else if (e == 's') put(c, " ");
-            else if (e == '\\' || e == '"') return refuse(c, "pattern: a class with a backslash or quote is not supported");
-            else if (e == ']' || e == '[' || e == '-' || e == '^') putf(c, "\\%c", e);
-            else if (e == '.' || e == '/' || e == '+' || e == '*' || e == '?' || e == '(' || e == ')' || e == '{' ||
-                     e == '}' || e == '|' || e == '$')
-                put_n(c, &e, 1);
-            else return refuse(c, "pattern: escape '\\%c' in a class is not supported", e);
-            continue;
+        int64_t lo, hi;
+        if ((st = rx_class_char(r, &lo))) return st;
+        if (r->i + 1 < r->n && r->s[r->i] == '-' && r->s[r->i + 1] != ']') {
+            if (lo < 0) return refuse(c, "pattern: a class range starting at \\d, \\w or \\s");
+            r->i++;
+            put(c, "-");
+            if ((st = rx_class_char(r, &hi))) return st;
+            if (hi < 0) return refuse(c, "pattern: a class range ending at \\d, \\w or \\s");
+            if (hi < lo) return refuse(c, "pattern: a class range ending before it starts");
         }
-        if (ch == '"') return refuse(c, "pattern: a class with a quote is not supported");
-        if (ch == '[' && r->i + 1 < r->n && r->s[r->i + 1] == ':') return refuse(c, "pattern: POSIX classes are not supported");
-        put_n(c, &ch, 1);
-        r->i++;
     }
     if (r->i >= r->n) return refuse(c, "pattern: unterminated class");
     r->i++;
