@@ -570,6 +570,7 @@ typedef struct rx {
     sc *c;
     const char *s;
     size_t n, i;
+    bool nullable; /* the last atom, sequence or alternation can match the empty string */
 } rx;
 
 static wisp_status rx_alt(rx *r);
@@ -689,11 +690,25 @@ static wisp_status rx_seq(rx *r) {
     sc *c = r->c;
     wisp_status st;
     put(c, " \"\"");
+    bool seq_nullable = true;
     while (r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
         if (r->s[r->i] == '$' && r->i + 1 == r->n) break;
+        r->nullable = false;
         if ((st = rx_atom(r))) return st;
+        bool an = r->nullable;
+        char q = r->i < r->n ? r->s[r->i] : 0;
+        /* an unbounded repetition of something that can be empty (like (a*)*) would be a
+         * left-recursive rule: refused (bounded repetitions are fine) */
+        bool unbounded = (q == '*' || q == '+') && !c->lim.max_items;
+        if (q == '{') {
+            size_t k = r->i + 1;
+            while (k < r->n && r->s[k] != '}' && r->s[k] != ',') k++;
+            unbounded = k + 1 < r->n && r->s[k] == ',' && r->s[k + 1] == '}' && !c->lim.max_items;
+        }
+        if (an && unbounded) return refuse(c, "pattern: an unbounded repetition of something that can be empty (like (a*)*)");
+        if (q == '*' || q == '?' || (q == '{' && r->i + 1 < r->n && r->s[r->i + 1] == '0')) an = true;
+        seq_nullable &= an;
         if (r->i >= r->n) break;
-        char q = r->s[r->i];
         if ((q == '*' || q == '+') && c->lim.max_items) {
             putf(c, "{%d,%u}", q == '+', c->lim.max_items);
             r->i++;
@@ -701,34 +716,44 @@ static wisp_status rx_seq(rx *r) {
             putf(c, "%c", q);
             r->i++;
         } else if (q == '{') {
-            size_t close = r->i;
-            while (close < r->n && r->s[close] != '}') close++;
-            if (close >= r->n) return refuse(c, "pattern: '{' without '}'");
-            for (size_t k = r->i + 1; k < close; k++)
-                if (!((r->s[k] >= '0' && r->s[k] <= '9') || r->s[k] == ',')) return refuse(c, "pattern: bad {m,n}");
-            if (r->s[r->i + 1] == ',') return refuse(c, "pattern: {,n} is not supported (write {0,n})");
-            if (c->lim.max_items && r->s[close - 1] == ',') { /* {m,} within the limit */
-                unsigned m = 0;
-                for (size_t k = r->i + 1; k < close - 1; k++) m = m * 10 + (unsigned)(r->s[k] - '0');
-                putf(c, "{%u,%u}", m, m + c->lim.max_items);
-            } else
-                put_n(c, r->s + r->i, close + 1 - r->i);
-            r->i = close + 1;
+            /* {m}, {m,} or {m,n}, checked here so that only a valid count reaches the grammar */
+            size_t k = r->i + 1;
+            unsigned long m = 0, x = 0;
+            int md = 0, xd = 0;
+            bool comma = false;
+            while (k < r->n && r->s[k] >= '0' && r->s[k] <= '9' && md < 6) m = m * 10 + (unsigned long)(r->s[k++] - '0'), md++;
+            if (k < r->n && r->s[k] == ',') {
+                comma = true;
+                k++;
+                while (k < r->n && r->s[k] >= '0' && r->s[k] <= '9' && xd < 6) x = x * 10 + (unsigned long)(r->s[k++] - '0'), xd++;
+            }
+            if (md == 0 || k >= r->n || r->s[k] != '}') return refuse(c, "pattern: a malformed {m,n}");
+            if (m > 10000 || x > 10000) return refuse(c, "pattern: a repetition count above 10000");
+            if (comma && xd && x < m) return refuse(c, "pattern: {m,n} with n below m");
+            if (!comma) putf(c, "{%lu}", m);
+            else if (xd) putf(c, "{%lu,%lu}", m, x);
+            else if (c->lim.max_items) putf(c, "{%lu,%lu}", m, m + c->lim.max_items);
+            else putf(c, "{%lu,}", m);
+            r->i = k + 1;
         } else continue;
         if (r->i < r->n && r->s[r->i] == '?') r->i++; /* lazy: the same set of whole matches */
         else if (r->i < r->n && r->s[r->i] == '+') return refuse(c, "pattern: possessive quantifiers are not supported");
     }
+    r->nullable = seq_nullable;
     return WISP_OK;
 }
 
 static wisp_status rx_alt(rx *r) {
     wisp_status st;
     if ((st = rx_seq(r))) return st;
+    bool any = r->nullable;
     while (r->i < r->n && r->s[r->i] == '|') {
         r->i++;
         put(r->c, " |");
         if ((st = rx_seq(r))) return st;
+        any |= r->nullable;
     }
+    r->nullable = any;
     return WISP_OK;
 }
 
@@ -736,7 +761,7 @@ static wisp_status gen_pattern(sc *c, int64_t pnode) {
     char buf[1024];
     size_t n = wisp_json_string(c->j, pnode, buf, sizeof buf);
     if (n >= sizeof buf) return refuse(c, "'pattern' longer than %zu bytes", sizeof buf - 1);
-    rx r = {c, buf, n, 0};
+    rx r = {c, buf, n, 0, false};
     bool start = n && buf[0] == '^';
     bool end = n && buf[n - 1] == '$' && (n < 2 || buf[n - 2] != '\\');
     if (start) r.i = 1;
