@@ -14,3 +14,10 @@ bench-infer: all $(BUILD)/bench/pool_overhead
 	  SHARED=$(SHARED) bench/run_bench.sh
 
 bench: bench-infer
+
+# Guided output (issue 17): mask time, schema compile time, constrained decode speed.
+.PHONY: bench-grammar
+bench-grammar: all tests
+	@WISP=$(abspath $(BUILD)/wisp) TOOLS=$(abspath $(BUILD)/tests/tools) SHARED=$(SHARED) OUT=$(abspath $(BUILD)/bench/grammar) \
+	  bench/grammar.sh
+bench: bench-grammar

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "grammar_source.h"
 #include "lora_attach.h"
 #include "session.h"
 
@@ -29,6 +30,7 @@ int cmd_run(int argc, char **argv) {
     bool no_bos = false, quiet = false, no_echo = false;
     cli_str_list loras = {{0}, 0};
     float lora_scale = 1.0f;
+    cli_grammar_opts go = {0};
     const cli_opt opts[] = {
         CLI_MODEL_OPTS(&mo),
         CLI_LORA_OPTS(&loras, &lora_scale),
@@ -44,6 +46,7 @@ int cmd_run(int argc, char **argv) {
         {"no-bos", 0, OPT_FLAG, &no_bos, NULL, "do not add the beginning-of-sequence token"},
         {"no-echo", 0, OPT_FLAG, &no_echo, NULL, "print only the continuation, not the prompt"},
         {"quiet", 'q', OPT_FLAG, &quiet, NULL, "no statistics line on stderr"},
+        CLI_GRAMMAR_OPTS(&go),
     };
     const cli_command cmd = {
         "run", "-m MODEL -p PROMPT [options]", "Generate a continuation of PROMPT and stream it to stdout.",
@@ -66,12 +69,19 @@ int cmd_run(int argc, char **argv) {
     }
     if (seed == UINT64_MAX) seed = random_seed();
     sp.seed = seed;
+    bool no_grammar;
+    char *gbnf = cli_grammar_text(&go, &no_grammar, "run");
+    if (!gbnf && !no_grammar) return CLI_USAGE;
 
     wisp_config cfg = wisp_config_default();
     cfg.max_text_bytes = cli_text_bytes_for(strlen(prompt));
     cli_adapters ad;
     cli_session s;
-    if (!cli_adapted_session_open(&s, &ad, &loras, lora_scale, &mo, &cfg)) return CLI_FAIL;
+    cli_guide guide = {0};
+    if (!cli_adapted_session_open(&s, &ad, &loras, lora_scale, &mo, &cfg)) {
+        free(gbnf);
+        return CLI_FAIL;
+    }
     wisp_ctx *ctx = s.ctx;
     const wisp_tokenizer *tok = wisp_ctx_tokenizer(ctx);
     int32_t n_ctx = wisp_ctx_config(ctx)->n_ctx;
@@ -84,8 +94,10 @@ int cmd_run(int argc, char **argv) {
     if (st == WISP_ERR_CAPACITY)
         wisp_fail(&err, st, "the prompt is %zu tokens but the context holds %d (raise --ctx)", n_prompt, n_ctx);
     if (!st && n_prompt == 0) st = wisp_fail(&err, WISP_ERR_ARG, "the prompt is empty (and no BOS token was added)");
+    if (!st && gbnf && !cli_guide_open(&guide, tok, gbnf, "run")) st = WISP_ERR_ARG, err.message[0] = 0;
+    free(gbnf);
     if (st) {
-        cli_report("run", &err);
+        if (err.message[0]) cli_report("run", &err);
         free(tokens);
         cli_session_close(&s);
         cli_adapters_close(&ad);
@@ -97,6 +109,7 @@ int cmd_run(int argc, char **argv) {
     }
     wisp_sampler sampler;
     wisp_sampler_init(&sampler, &sp);
+    if (guide.mem) sampler.guide = &guide.guide;
     double t0 = cli_now();
     st = wisp_eval(ctx, tokens, (int32_t)n_prompt, &err);
     double t_prefill = cli_now() - t0;
@@ -106,6 +119,7 @@ int cmd_run(int argc, char **argv) {
     char piece[256];
     while (!st && n_gen < n_predict) {
         int32_t next = wisp_sample(ctx, &sampler, tokens, (size_t)n_tok);
+        if (next < 0 && guide.mem && !cli_guide_finished(&guide, "run")) st = WISP_ERR_ARG;
         if (next < 0 || wisp_tokenizer_is_eog(tok, next)) break;
         size_t len = wisp_token_piece(tok, next, piece, sizeof piece);
         fwrite(piece, 1, len < sizeof piece ? len : sizeof piece, stdout);
@@ -119,13 +133,22 @@ int cmd_run(int argc, char **argv) {
     double t_decode = cli_now() - t1;
     fputc('\n', stdout);
     fflush(stdout);
-    if (st) cli_report(mo.model, &err); /* evaluation errors (e.g. NaN activations) are the model's */
+    if (st && err.message[0]) cli_report(mo.model, &err); /* evaluation errors (e.g. NaN activations) are the model's */
     if (context_full) fprintf(stderr, "wisp run: stopped: the context of %d tokens is full (raise --ctx)\n", n_ctx);
     if (!quiet)
         fprintf(stderr, "[prompt %zu tokens in %.3f s (%.1f tok/s), generated %d tokens in %.3f s (%.1f tok/s), seed %llu, kernels %s]\n",
                 n_prompt, t_prefill, t_prefill > 0 ? (double)n_prompt / t_prefill : 0.0, n_gen, t_decode,
                 t_decode > 0 && n_gen > 1 ? (double)(n_gen - 1) / t_decode : 0.0, (unsigned long long)seed,
                 wisp_ctx_kernels_name(ctx));
+    if (!st && guide.mem && !wisp_guide_done(&guide.guide)) {
+        fprintf(stderr, "wisp run: the output is incomplete: generation stopped before the grammar's end (raise -n)\n");
+        st = WISP_ERR_ARG;
+    }
+    if (guide.mem && !quiet)
+        fprintf(stderr, "[grammar: %llu tokens checked, %llu masks computed, %llu forced]\n",
+                (unsigned long long)guide.guide.n_checks, (unsigned long long)guide.guide.n_masks,
+                (unsigned long long)guide.guide.n_forced);
+    cli_guide_close(&guide);
     free(tokens);
     cli_session_close(&s);
     cli_adapters_close(&ad);

@@ -21,5 +21,6 @@ int cmd_eval(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_run_chat(int argc, char **argv); /* wisp run --chat (cli/chat_run.c) */
+int cmd_grammar(int argc, char **argv);
 
 #endif

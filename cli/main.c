@@ -28,6 +28,7 @@ static const command commands[] = {
     {"eval", cmd_eval, "mean loss and perplexity of a data file, with or without adapters"},
     {"chat", cmd_chat, "chat with an instruct model in the terminal (multi-turn, streaming)"},
     {"template", cmd_template, "render a conversation with a chat template (the model's, a file or a built-in)"},
+    {"grammar", cmd_grammar, "check GBNF grammars and JSON Schemas, match strings, measure constrained sampling"},
     {"lora-grad", cmd_lora_grad, "loss and LoRA gradients of one pass as JSON (for checking against references)"},
 };
 

@@ -6,7 +6,7 @@ const char *wisp_part_name(int part) {
     static const char *const names[WISP_PART_COUNT] = {
         "context", "tokenizer", "kv_cache", "scratch", "logits", "sampler", "text",
         "adapters", "lora", "gradients", "optimizer", "activations", "train_scratch",
-        "packed_weights"};
+        "packed_weights", "token_trie", "grammar"};
     return part >= 0 && part < WISP_PART_COUNT ? names[part] : "?";
 }
 

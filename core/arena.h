@@ -29,6 +29,8 @@ typedef enum wisp_part {
     WISP_PART_TRAIN_SCRATCH, /* backward-pass working memory */
     WISP_PART_PACKED_WEIGHTS, /* weights in the kernel level's own layout (kernels.h wisp_packing), and
                                * the norm and bias vectors beside them */
+    WISP_PART_TOKEN_TRIE,  /* the vocabulary as a byte trie, for grammar-constrained sampling */
+    WISP_PART_GRAMMAR,     /* a compiled grammar and its matcher's state */
     WISP_PART_COUNT
 } wisp_part;
 

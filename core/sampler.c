@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "arena.h"
+#include "guide.h"
 
 wisp_sampler_params wisp_sampler_defaults(void) {
     wisp_sampler_params p = {0.8f, 40, 0.95f, 0.05f, 1.0f, 64, 0};
@@ -12,6 +13,7 @@ wisp_sampler_params wisp_sampler_defaults(void) {
 void wisp_sampler_init(wisp_sampler *s, const wisp_sampler_params *p) {
     s->p = *p;
     s->rng = p->seed;
+    s->guide = NULL;
 }
 
 uint64_t wisp_rng_next(uint64_t *state) {
@@ -68,13 +70,22 @@ static void select_top(wisp_candidate *c, size_t n, size_t k) {
     }
 }
 
-int32_t wisp_sample_logits(const float *logits, int32_t n_vocab, wisp_sampler *s, const int32_t *history,
-                           size_t n_history, wisp_candidate *c) {
+/* One draw; with `allowed` (a bit per token), only among those tokens. */
+static int32_t draw(const float *logits, int32_t n_vocab, wisp_sampler *s, const int32_t *history, size_t n_history,
+                    wisp_candidate *c, const uint32_t *allowed) {
     const wisp_sampler_params *p = &s->p;
     size_t n = (size_t)n_vocab;
     for (size_t i = 0; i < n; i++) {
         c[i].id = (int32_t)i;
         c[i].logit = logits[i] == logits[i] ? logits[i] : -INFINITY; /* a NaN never wins */
+    }
+    if (allowed) {
+        /* the allowed tokens first, so that top-k and the cut-offs only ever see them */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if ((allowed[i >> 5] >> (i & 31)) & 1u) c[k++] = c[i];
+        n = k;
+        if (n == 0) return -1;
     }
     if (p->repeat_penalty != 1.0f && history && p->repeat_last_n != 0) {
         size_t look = p->repeat_last_n < 0 ? n_history : (size_t)p->repeat_last_n;
@@ -83,10 +94,21 @@ int32_t wisp_sample_logits(const float *logits, int32_t n_vocab, wisp_sampler *s
         for (size_t h = from; h < n_history; h++) {
             int32_t id = history[h];
             if (id < 0 || id >= n_vocab) continue;
+            if (allowed && !((allowed[id >> 5] >> (id & 31)) & 1u)) continue;
             int seen = 0;
             for (size_t e = from; e < h && !seen; e++) seen = history[e] == id;
             if (seen) continue;
-            float *l = &c[id].logit;
+            wisp_candidate *cand = &c[id];
+            if (allowed) { /* the kept candidates are in id order: binary search */
+                size_t lo = 0, hi = n;
+                while (lo < hi) {
+                    size_t mid = (lo + hi) / 2;
+                    if (c[mid].id < id) lo = mid + 1;
+                    else hi = mid;
+                }
+                cand = &c[lo];
+            }
+            float *l = &cand->logit;
             *l = *l > 0 ? *l / p->repeat_penalty : *l * p->repeat_penalty;
         }
     }
@@ -128,4 +150,27 @@ int32_t wisp_sample_logits(const float *logits, int32_t n_vocab, wisp_sampler *s
         if (r < acc) return c[i].id;
     }
     return c[n - 1].id;
+}
+
+int32_t wisp_sample_logits(const float *logits, int32_t n_vocab, wisp_sampler *s, const int32_t *history,
+                           size_t n_history, wisp_candidate *c) {
+    wisp_guide *g = s->guide;
+    if (!g) return draw(logits, n_vocab, s, history, n_history, c, NULL);
+    /* one way to continue: emit it without drawing */
+    int32_t id = wisp_guide_forced(g);
+    if (id < 0) {
+        /* draw as if unconstrained; most draws are allowed, and checking one token is cheap */
+        id = draw(logits, n_vocab, s, history, n_history, c, NULL);
+        if (!wisp_guide_allows(g, id)) {
+            uint32_t n_allowed = wisp_guide_mask(g, &g->error);
+            if (n_allowed == 0) {
+                if (!g->error.message[0])
+                    wisp_fail(&g->error, WISP_ERR_ARG, "grammar: no token of the vocabulary can continue the text");
+                return -1;
+            }
+            id = draw(logits, n_vocab, s, history, n_history, c, g->mask);
+        }
+    }
+    if (id < 0 || wisp_guide_accept(g, id, &g->error)) return -1;
+    return id;
 }

@@ -17,9 +17,15 @@ typedef struct wisp_sampler_params {
     uint64_t seed;
 } wisp_sampler_params;
 
+struct wisp_guide;
+
 typedef struct wisp_sampler {
     wisp_sampler_params p;
     uint64_t rng; /* the whole generator state: saving it resumes the sequence */
+    /* optional stage: only tokens this grammar guide allows (NULL: off). The
+     * sampler advances the guide past every token it returns; -1 when no
+     * token may follow (the reason is in guide->error). See guide.h. */
+    struct wisp_guide *guide;
 } wisp_sampler;
 
 typedef struct wisp_candidate {

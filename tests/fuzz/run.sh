@@ -106,6 +106,18 @@ fi
     '{"instruction": "Reply.", "input": "Good \"morrow\"\u00e9", "output": "Good morrow."}'; } > "$seeds/records.jsonl"
 { printf '\x2d'; printf '%s\n' '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi <|im_end|>"}, {"role": "assistant", "content": "Hello."}]}' \
     '{"messages": [{"role": "user", "content": "1+1?"}, {"role": "assistant", "content": "2"}, {"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]}'; } > "$seeds/chats.jsonl"
+# Grammars and schemas: the shared GBNF grammars (each with a string to match after a NUL) and JSON Schemas
+if [ -x /usr/bin/python3 ] && [ -f "$S/golden/constrained/grammars.json" ]; then
+    mkdir -p "$seeds/gbnf" "$seeds/schemas"
+    /usr/bin/python3 - "$S/golden/constrained" "$seeds" <<'EOF'
+import json, sys, os
+d, out = sys.argv[1], sys.argv[2]
+for g in json.load(open(os.path.join(d, "grammars.json"), encoding="utf-8")):
+    open(os.path.join(out, "gbnf", g["id"]), "wb").write(g["grammar"].encode() + b"\0" + g["match"][-1].encode())
+for s in json.load(open(os.path.join(d, "schemas.json"), encoding="utf-8")):
+    open(os.path.join(out, "schemas", s["id"]), "w", encoding="utf-8").write(json.dumps(s["schema"]))
+EOF
+fi
 printf '\xff\xff\xff\xff' > "$seeds/state-whole"
 printf '\x5c\x00\x00\x00' > "$seeds/state-header"
 printf '\xff\xff\xff\xff\x10\x00\x02\x50\x00\xff' > "$seeds/state-edit"
@@ -168,6 +180,13 @@ EOF
             fi
             printf '\x1f{%% for m in messages %%}{{ loop.index }}{{ m.content|trim|tojson }}{%% endfor %%}' > "$c/min-loop"
             opts+=(-max_len=8192 -dict="$PWD/tests/fuzz/template.dict") ;;
+        fuzz_gbnf)
+            seed "$name" "$seeds"/gbnf/*
+            printf 'root ::= ( [a-z]{1,3} | "(" root ")" )+ [^\\x00-\\x7f]? "."\0(ab)(c)\xc3\xa9.' > "$c/min-grammar"
+            opts+=(-max_len=8192) ;;
+        fuzz_json_schema)
+            seed "$name" "$seeds"/schemas/*
+            opts+=(-max_len=16384 -dict="$PWD/tests/fuzz/json.dict") ;;
         fuzz_train_state)
             export WISP_FUZZ_BASES="$base_tiny"
             seed "$name" "$seeds"/state-*

@@ -1,0 +1,258 @@
+/* Which tokens a grammar allows next (see guide.h). */
+#include <string.h>
+
+#include "guide.h"
+
+#define FORCED_MAX 64 /* bytes looked ahead for a forced continuation */
+#define MAX_STATES 8192 /* distinct states one mask walk may meet */
+#define TRANS_CAP 65536 /* (state, byte) steps remembered in one walk (a power of two) */
+#define DEAD 0xFFFFFFFFu
+
+static size_t mask_words(const wisp_token_trie *t) { return ((size_t)t->n_vocab + 31) / 32; }
+
+/* The guide's own arrays, after the matcher's, from one list (plan and init agree). */
+static size_t guide_arrays(const wisp_token_trie *t, wisp_guide *gd, wisp_arena *arena) {
+    size_t depth = (size_t)t->max_len + 2;
+    struct { void **dest; size_t bytes; } parts[] = {
+        {(void **)(gd ? &gd->mask : NULL), mask_words(t) * 4},
+        {(void **)(gd ? &gd->walk_state : NULL), depth * 4},
+        {(void **)(gd ? &gd->walk_end : NULL), depth * 4},
+        {(void **)(gd ? &gd->states : NULL), MAX_STATES * sizeof(wisp_gstate)},
+        {(void **)(gd ? &gd->state_hash : NULL), MAX_STATES * 4},
+        {(void **)(gd ? &gd->state_table : NULL), 2 * MAX_STATES * 4},
+        {(void **)(gd ? &gd->trans : NULL), 2 * (size_t)TRANS_CAP * 4},
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        total = wisp_bytes_add(total, wisp_bytes_of(parts[i].bytes, 1));
+        if (arena && !(*parts[i].dest = wisp_arena_alloc(arena, parts[i].bytes, WISP_PART_GRAMMAR))) return 0;
+    }
+    return total;
+}
+
+size_t wisp_guide_plan(const wisp_token_trie *t, const wisp_grammar *g, const wisp_matcher_limits *lim) {
+    return wisp_bytes_add(wisp_matcher_plan(g, lim), guide_arrays(t, NULL, NULL));
+}
+
+wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp_grammar *g,
+                            const wisp_matcher_limits *lim, wisp_arena *arena, wisp_error *err) {
+    memset(gd, 0, sizeof *gd);
+    size_t need = wisp_guide_plan(t, g, lim), left = arena->size - arena->used;
+    if (need > left)
+        return wisp_fail(err, WISP_ERR_ARENA, "grammar guide: needs %zu bytes of arena, %zu are left (%zu short)", need,
+                         left, need - left);
+    gd->trie = t;
+    wisp_status st = wisp_matcher_init(&gd->m, g, lim, arena, err);
+    if (st) return st;
+    if (!guide_arrays(t, gd, arena)) return wisp_fail(err, WISP_ERR_INTERNAL, "grammar guide: the arena ran out after planning");
+    gd->max_states = MAX_STATES, gd->trans_cap = TRANS_CAP;
+    return WISP_OK;
+}
+
+wisp_status wisp_guide_reset(wisp_guide *gd, wisp_error *err) {
+    gd->ended = false;
+    return wisp_matcher_reset(&gd->m, err);
+}
+
+static bool is_eog(const wisp_token_trie *t, int32_t id) {
+    for (int i = 0; i < t->n_eog; i++)
+        if (t->eog[i] == id) return true;
+    return false;
+}
+
+bool wisp_guide_done(const wisp_guide *gd) { return gd->ended || wisp_matcher_is_final(&gd->m); }
+
+bool wisp_guide_allows(wisp_guide *gd, int32_t id) {
+    const wisp_token_trie *t = gd->trie;
+    gd->n_checks++;
+    if (gd->ended || id < 0 || id >= t->n_vocab) return false;
+    if (is_eog(t, id)) return wisp_matcher_can_end(&gd->m);
+    uint32_t a = t->off[id], b = t->off[id + 1];
+    if (a == b) return false; /* control tokens without text never continue a grammar */
+    wisp_matcher *m = &gd->m;
+    uint32_t top = m->sets_top, nodes = m->n_nodes;
+    wisp_gstate s = m->cur;
+    bool ok = true;
+    for (uint32_t i = a; i < b && ok; i++) {
+        wisp_gstate next;
+        ok = wisp_matcher_step(m, s, t->bytes[i], &next) == WISP_OK && next.n > 0;
+        s = next;
+    }
+    wisp_matcher_truncate(m, top, nodes);
+    m->failed = WISP_OK; /* a limit hit here refuses the token; the mask reports the limit */
+    return ok;
+}
+
+/* Sort a new state's ids (few) so equal sets look equal; return its hash. */
+static uint32_t canonical(uint32_t *ids, uint32_t n) {
+    for (uint32_t i = 1; i < n; i++)
+        for (uint32_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+            uint32_t x = ids[j];
+            ids[j] = ids[j - 1], ids[j - 1] = x;
+        }
+    uint32_t h = 2166136261u ^ n;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ ids[i]) * 16777619u;
+    return h ^ (h >> 13);
+}
+
+/* The id of state `s` (just pushed on the matcher's set stack): an earlier
+ * equal state's (then `s` is popped), or a new one. DEAD when full. */
+static uint32_t intern(wisp_guide *gd, wisp_gstate s) {
+    wisp_matcher *m = &gd->m;
+    uint32_t *ids = m->sets + s.off;
+    uint32_t h = canonical(ids, s.n), mask = 2 * gd->max_states - 1;
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        uint32_t e = gd->state_table[i];
+        if (e == 0) {
+            if (gd->n_states == gd->max_states) return DEAD;
+            uint32_t id = gd->n_states++;
+            gd->states[id] = s, gd->state_hash[id] = h;
+            gd->state_table[i] = id + 1;
+            return id;
+        }
+        wisp_gstate o = gd->states[e - 1];
+        if (gd->state_hash[e - 1] == h && o.n == s.n && memcmp(m->sets + o.off, ids, s.n * 4) == 0) {
+            m->sets_top = s.off; /* a copy: drop it */
+            return e - 1;
+        }
+    }
+}
+
+uint32_t wisp_guide_mask(wisp_guide *gd, wisp_error *err) {
+    const wisp_token_trie *t = gd->trie;
+    wisp_matcher *m = &gd->m;
+    memset(gd->mask, 0, mask_words(t) * 4);
+    gd->n_masks++;
+    uint32_t allowed = 0;
+    if (gd->ended) return 0;
+    if (wisp_matcher_can_end(m))
+        for (int i = 0; i < t->n_eog; i++) {
+            gd->mask[t->eog[i] >> 5] |= 1u << (t->eog[i] & 31);
+            allowed++;
+        }
+    uint32_t base_top = m->sets_top, base_nodes = m->n_nodes;
+    memset(gd->state_table, 0, 2 * (size_t)gd->max_states * 4);
+    memset(gd->trans, 0, 2 * (size_t)gd->trans_cap * 4);
+    gd->n_states = 0;
+    /* the committed state as state 0 (a copy, so that sorting it leaves the matcher alone) */
+    wisp_gstate root = {m->sets_top, m->cur.n};
+    if (m->sets_top + m->cur.n > m->sets_cap) {
+        wisp_fail(err, WISP_ERR_CAPACITY, "grammar: state store full");
+        return 0;
+    }
+    memcpy(m->sets + m->sets_top, m->sets + m->cur.off, m->cur.n * 4);
+    m->sets_top += m->cur.n;
+    int d = 0;
+    gd->walk_state[0] = intern(gd, root);
+    gd->walk_end[0] = t->n_nodes;
+    wisp_status st = WISP_OK;
+    uint32_t tmask = gd->trans_cap - 1, n_trans = 0;
+    for (uint32_t i = 1; i < t->n_nodes;) {
+        while (i >= gd->walk_end[d]) d--; /* leave finished subtrees */
+        uint32_t from = gd->walk_state[d], key = ((from << 8) | t->edge[i]) + 1, next = DEAD, slot;
+        bool known = false;
+        for (slot = (key * 0x9E3779B1u >> 7) & tmask;; slot = (slot + 1) & tmask) {
+            uint32_t k = gd->trans[2 * slot];
+            if (k == key) {
+                next = gd->trans[2 * slot + 1], known = true;
+                break;
+            }
+            if (k == 0) break;
+        }
+        if (!known) {
+            wisp_gstate to;
+            if ((st = wisp_matcher_step(m, gd->states[from], t->edge[i], &to))) break;
+            if (to.n) {
+                next = intern(gd, to);
+                if (next == DEAD) {
+                    st = wisp_fail(err, WISP_ERR_CAPACITY, "grammar: more than %u states in one mask", gd->max_states);
+                    break;
+                }
+            }
+            if (n_trans < gd->trans_cap / 2) { /* past half full, steps are computed without remembering */
+                gd->trans[2 * slot] = key, gd->trans[2 * slot + 1] = next;
+                n_trans++;
+            }
+        }
+        if (next == DEAD) { /* refused: nothing below this node can follow either */
+            i = t->skip[i];
+            continue;
+        }
+        for (uint32_t k = 0; k < t->tok_count[i]; k++) {
+            int32_t id = t->sorted[t->tok_first[i] + k];
+            gd->mask[id >> 5] |= 1u << (id & 31);
+            allowed++;
+        }
+        d++;
+        gd->walk_state[d] = next;
+        gd->walk_end[d] = t->skip[i];
+        i++;
+    }
+    wisp_matcher_truncate(m, base_top, base_nodes);
+    if (st) {
+        if (m->failed) wisp_fail(err, m->failed, "%s", m->fail_msg);
+        m->failed = WISP_OK;
+        return 0;
+    }
+    return allowed;
+}
+
+int32_t wisp_guide_forced(wisp_guide *gd) {
+    const wisp_token_trie *t = gd->trie;
+    wisp_matcher *m = &gd->m;
+    if (gd->ended) return -1;
+    if (wisp_matcher_is_final(m) && t->n_eog) {
+        gd->n_forced++;
+        return t->eog[0];
+    }
+    uint32_t top = m->sets_top, nodes = m->n_nodes;
+    wisp_gstate s = m->cur;
+    /* follow the trie while the grammar allows exactly one byte and may not end */
+    uint32_t node = 0, best = 0;
+    for (int k = 0; k < FORCED_MAX; k++) {
+        bool can_end = false;
+        for (uint32_t i = 0; i < s.n; i++) can_end |= m->sets[s.off + i] == 0;
+        if (can_end) break;
+        uint8_t set[32];
+        wisp_matcher_next_bytes(m, s, set);
+        int only = -1, count = 0;
+        for (int b = 0; b < 256 && count < 2; b++)
+            if ((set[b >> 3] >> (b & 7)) & 1) only = b, count++;
+        if (count != 1) break;
+        /* the child of `node` along byte `only` */
+        uint32_t child = node + 1, found = 0;
+        while (child < t->skip[node]) {
+            if (t->edge[child] == only) {
+                found = child;
+                break;
+            }
+            child = t->skip[child];
+        }
+        if (!found) break;
+        node = found;
+        if (t->tok_count[node]) best = node;
+        wisp_gstate next;
+        if (wisp_matcher_step(m, s, (uint8_t)only, &next) || next.n == 0) break;
+        s = next;
+    }
+    wisp_matcher_truncate(m, top, nodes);
+    m->failed = WISP_OK;
+    if (!best) return -1;
+    gd->n_forced++;
+    return t->sorted[t->tok_first[best]];
+}
+
+wisp_status wisp_guide_accept(wisp_guide *gd, int32_t id, wisp_error *err) {
+    const wisp_token_trie *t = gd->trie;
+    if (gd->ended) return wisp_fail(err, WISP_ERR_ARG, "grammar: a token after the end");
+    if (id < 0 || id >= t->n_vocab) return wisp_fail(err, WISP_ERR_ARG, "grammar: token %d out of range", id);
+    if (is_eog(t, id)) {
+        if (!wisp_matcher_can_end(&gd->m)) return wisp_fail(err, WISP_ERR_ARG, "grammar: end of text before the grammar ends");
+        gd->ended = true;
+        return WISP_OK;
+    }
+    uint32_t a = t->off[id], b = t->off[id + 1];
+    if (a == b) return wisp_fail(err, WISP_ERR_ARG, "grammar: token %d has no text to match", id);
+    size_t ok;
+    return wisp_matcher_accept(&gd->m, t->bytes + a, b - a, &ok, err);
+}

@@ -1,0 +1,82 @@
+/* Grammar-constrained sampling: which tokens may come next.
+ *
+ * The vocabulary is laid out once per model as a byte trie (tokens sorted by
+ * their bytes; each trie node knows where its subtree ends), so the tokens
+ * a grammar state allows are found by walking the trie depth-first, taking
+ * one matcher step per trie edge and skipping a whole subtree the moment its
+ * first byte is refused. Tokens sharing a prefix share those steps.
+ *
+ * A guide (trie + matcher + mask) is a sampler stage: the sampler draws as
+ * usual, asks the guide whether that token may follow (a few matcher steps),
+ * and only when it may not computes the full mask and draws again among the
+ * allowed tokens. When the grammar leaves exactly one way to continue, the
+ * guide names the token to emit without drawing. End-of-generation tokens
+ * are allowed exactly where the grammar may end. */
+#ifndef WISP_GUIDE_H
+#define WISP_GUIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "grammar.h"
+#include "status.h"
+#include "tokenizer.h"
+
+typedef struct wisp_token_trie {
+    int32_t n_vocab;
+    uint32_t n_nodes, max_len;
+    uint8_t *edge;         /* [n_nodes] the byte leading into each node (root: unused) */
+    uint32_t *skip;        /* [n_nodes] index just past the node's subtree */
+    uint32_t *tok_first;   /* [n_nodes] first index into `sorted` of the tokens ending here */
+    uint32_t *tok_count;   /* [n_nodes] how many */
+    int32_t *sorted;       /* [n_vocab] token ids in byte order (tokens without bytes last) */
+    uint32_t n_sorted;     /* tokens with at least one byte */
+    uint8_t *bytes;        /* every token's bytes, one after another */
+    uint32_t *off;         /* [n_vocab + 1] where token i's bytes are */
+    int32_t eog[WISP_TOKENIZER_MAX_EOG];
+    int n_eog;
+} wisp_token_trie;
+
+/* Exact bytes wisp_token_trie_init carves (part "token_trie"). */
+wisp_status wisp_token_trie_plan(const wisp_tokenizer *tok, size_t *bytes, wisp_error *err);
+wisp_status wisp_token_trie_init(wisp_token_trie *t, const wisp_tokenizer *tok, wisp_arena *arena, wisp_error *err);
+
+typedef struct wisp_guide {
+    const wisp_token_trie *trie;
+    wisp_matcher m;
+    uint32_t *mask;        /* [(n_vocab + 31) / 32] set by wisp_guide_mask */
+    /* depth-first walk: per trie depth, the state (an interned id) and where its subtree ends */
+    uint32_t *walk_state, *walk_end;
+    /* within one walk, states are interned (hash-consed nodes make equal states equal id sets)
+     * and each (state, byte) step is computed once: in string contents the same few states
+     * recur at every depth, so most trie edges cost one table lookup */
+    wisp_gstate *states;   /* [max_states] */
+    uint32_t *state_hash;  /* [max_states] */
+    uint32_t *state_table; /* [2 x max_states] open addressing: state id + 1 */
+    uint32_t *trans;       /* [2 x trans_cap] (state << 8 | byte) + 1, then the next state (DEAD: refused) */
+    uint32_t n_states, max_states, trans_cap;
+    bool ended;            /* an end-of-generation token was accepted */
+    wisp_error error;      /* why the sampler stage returned -1 */
+    uint64_t n_checks, n_masks, n_forced; /* what the stage did (for statistics) */
+} wisp_guide;
+
+/* Exact bytes wisp_guide_init carves (part "grammar"), for a compiled grammar. */
+size_t wisp_guide_plan(const wisp_token_trie *t, const wisp_grammar *g, const wisp_matcher_limits *lim);
+wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp_grammar *g,
+                            const wisp_matcher_limits *lim, wisp_arena *arena, wisp_error *err);
+wisp_status wisp_guide_reset(wisp_guide *gd, wisp_error *err);
+
+/* May token `id` come next? (Its bytes continue the grammar; an end token: the grammar may end.) */
+bool wisp_guide_allows(wisp_guide *gd, int32_t id);
+/* Set gd->mask to every token that may come next; returns how many. */
+uint32_t wisp_guide_mask(wisp_guide *gd, wisp_error *err);
+/* The token to emit without sampling when the grammar allows one way only, else -1. */
+int32_t wisp_guide_forced(wisp_guide *gd);
+/* Advance past token `id` (which must be allowed). */
+wisp_status wisp_guide_accept(wisp_guide *gd, int32_t id, wisp_error *err);
+/* The grammar is complete: only an end token may follow. */
+bool wisp_guide_done(const wisp_guide *gd);
+
+#endif

@@ -1,0 +1,165 @@
+/* The grammar sampler stage over a real vocabulary (stories260K, 512 tokens
+ * with byte tokens): the trie and guide plans are exact (one byte less
+ * fails naming the shortfall); at every step of a walk through a grammar the
+ * full mask equals asking token by token, end tokens are allowed exactly
+ * where the grammar may end, forced tokens are allowed ones; and a seeded
+ * sampler with the guide attached only ever produces accepted text, the same
+ * for the same seed. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gguf.h"
+#include "guide.h"
+#include "sampler.h"
+
+static wisp_tokenizer tok;
+static wisp_token_trie trie;
+
+/* everything allocated, freed at the end (the leak checkers count leaks as findings) */
+static void *allocs[32];
+static int n_allocs;
+static void *keep(void *p) {
+    if (n_allocs < 32) allocs[n_allocs++] = p;
+    return p;
+}
+
+static bool load_vocab(void) {
+    const char *path = shared_path("models/stories260K.gguf");
+    if (!path) return false;
+    size_t n, bytes;
+    unsigned char *file = keep(read_file(path, &n)); /* lives for the test */
+    static wisp_gguf g;
+    wisp_error err;
+    if (!file || wisp_gguf_open(&g, file, n, &err) || wisp_tokenizer_plan(&g, &bytes, &err)) return false;
+    wisp_arena a;
+    wisp_arena_init(&a, keep(malloc(bytes)), bytes);
+    if (wisp_tokenizer_init(&tok, &g, &a, &err)) return false;
+    /* the trie: exactly its plan, and one byte less fails */
+    if (wisp_token_trie_plan(&tok, &bytes, &err)) return false;
+    char *mem = keep(malloc(bytes));
+    wisp_arena_init(&a, mem, bytes - 1);
+    CHECK(wisp_token_trie_init(&trie, &tok, &a, &err) == WISP_ERR_ARENA && strstr(err.message, "1 short"),
+          "trie with one byte less: %s", err.message);
+    wisp_arena_init(&a, mem, bytes);
+    CHECK(wisp_token_trie_init(&trie, &tok, &a, &err) == WISP_OK, "%s", err.message);
+    CHECK(a.used == bytes && a.part_bytes[WISP_PART_TOKEN_TRIE] == bytes, "trie carved %zu of %zu", a.used, bytes);
+    return true;
+}
+
+typedef struct built {
+    void *mem;
+    const wisp_grammar *g;
+    wisp_guide gd;
+} built;
+
+static bool build(built *b, const char *text) {
+    wisp_error err;
+    size_t gbytes;
+    memset(b, 0, sizeof *b);
+    if (wisp_grammar_plan(text, strlen(text), &gbytes, &err)) return false;
+    wisp_matcher_limits lim = wisp_matcher_limits_default();
+    b->mem = keep(malloc(gbytes));
+    wisp_arena a;
+    wisp_arena_init(&a, b->mem, gbytes);
+    if (wisp_grammar_compile(text, strlen(text), &a, &b->g, &err)) return false;
+    size_t need = wisp_guide_plan(&trie, b->g, &lim);
+    void *gm = keep(malloc(need));
+    wisp_arena_init(&a, gm, need - 1);
+    CHECK(wisp_guide_init(&b->gd, &trie, b->g, &lim, &a, &err) == WISP_ERR_ARENA, "guide with one byte less");
+    wisp_arena_init(&a, gm, need);
+    bool ok = wisp_guide_init(&b->gd, &trie, b->g, &lim, &a, &err) == WISP_OK;
+    CHECK(ok && a.used == need, "guide: %s (carved %zu of %zu)", err.message, a.used, need);
+    return ok;
+}
+
+/* At the current state: mask == token-by-token answers. */
+static void check_mask(wisp_guide *gd, const char *where) {
+    wisp_error err = {0};
+    uint32_t n = wisp_guide_mask(gd, &err), count = 0, mismatches = 0;
+    for (int32_t id = 0; id < trie.n_vocab; id++) {
+        bool in_mask = (gd->mask[id >> 5] >> (id & 31)) & 1u;
+        count += in_mask;
+        if (in_mask != wisp_guide_allows(gd, id)) mismatches++;
+    }
+    CHECK(count == n && mismatches == 0, "%s: mask has %u (%u counted), %u disagree with allows()", where, n, count,
+          mismatches);
+}
+
+static void test_walk(void) {
+    built b;
+    REQUIRE(build(&b, "root ::= \"Once\" ( \" upon a time\" | \" there\" ) [a-z ,.]{1,40} \"!\"\n"), "grammar");
+    const char *text = "Once upon a time, a cat sat!";
+    int32_t eos = wisp_tokenizer_eos(&tok);
+    wisp_error err;
+    for (size_t i = 0; text[i]; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "after %zu bytes", i);
+        check_mask(&b.gd, where);
+        CHECK(!wisp_guide_allows(&b.gd, eos), "%s: end allowed too early", where);
+        /* advance one byte through its byte token <0xXX> */
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", (unsigned char)text[i]);
+        int32_t id = wisp_token_lookup(&tok, name, strlen(name));
+        REQUIRE(id >= 0 && wisp_guide_allows(&b.gd, id), "byte token %s refused at %zu", name, i);
+        REQUIRE(wisp_guide_accept(&b.gd, id, &err) == WISP_OK, "%s", err.message);
+    }
+    CHECK(wisp_guide_done(&b.gd), "the grammar is complete after '!'");
+    CHECK(wisp_guide_allows(&b.gd, eos), "end allowed at the end");
+    check_mask(&b.gd, "at the end");
+    CHECK(wisp_guide_forced(&b.gd) == eos, "at the end the end token is forced");
+}
+
+static void test_sampling(void) {
+    built b;
+    REQUIRE(build(&b, "root ::= \"The \" ( \"cat\" | \"dog\" | \"bird\" ) \" is \" [a-z]{2,12} \".\"\n"), "grammar");
+    float *logits = malloc(sizeof(float) * (size_t)trie.n_vocab);
+    wisp_candidate *c = malloc(sizeof(wisp_candidate) * (size_t)trie.n_vocab);
+    char first[256] = {0};
+    for (int round = 0; round < 2; round++) {
+        for (int seed = 1; seed <= 10; seed++) {
+            wisp_error err;
+            REQUIRE(wisp_guide_reset(&b.gd, &err) == WISP_OK, "%s", err.message);
+            wisp_sampler_params p = wisp_sampler_defaults();
+            p.seed = (uint64_t)seed;
+            p.repeat_penalty = seed % 2 ? 1.3f : 1.0f;
+            p.temperature = seed == 3 ? 0.0f : 1.2f;
+            wisp_sampler s;
+            wisp_sampler_init(&s, &p);
+            s.guide = &b.gd;
+            uint64_t rng = (uint64_t)seed;
+            char text[256];
+            size_t len = 0;
+            int32_t hist[64];
+            size_t nh = 0;
+            for (int step = 0; step < 60; step++) {
+                for (int32_t i = 0; i < trie.n_vocab; i++) logits[i] = 6.0f * wisp_rng_uniform(&rng);
+                int32_t id = wisp_sample_logits(logits, trie.n_vocab, &s, hist, nh, c);
+                REQUIRE(id >= 0, "seed %d: %s", seed, b.gd.error.message);
+                if (wisp_tokenizer_is_eog(&tok, id)) break;
+                if (nh < 64) hist[nh++] = id;
+                len += wisp_token_piece(&tok, id, text + len, sizeof text - 1 - len);
+            }
+            text[len] = 0;
+            CHECK(wisp_guide_done(&b.gd), "seed %d: unfinished '%s'", seed, text);
+            CHECK(strncmp(text, "The ", 4) == 0 && text[len - 1] == '.', "seed %d: '%s'", seed, text);
+            if (seed == 1 && round == 0) snprintf(first, sizeof first, "%s", text);
+            if (seed == 1 && round == 1) CHECK(strcmp(first, text) == 0, "same seed, different text");
+        }
+    }
+    CHECK(b.gd.n_masks > 0 && b.gd.n_forced > 0, "masks %llu, forced %llu", (unsigned long long)b.gd.n_masks,
+          (unsigned long long)b.gd.n_forced);
+    free(logits);
+    free(c);
+}
+
+int main(void) {
+    if (!load_vocab()) {
+        fprintf(stderr, "FAIL test_guide: cannot load ../shared/models/stories260K.gguf (set WISP_SHARED)\n");
+        return 1;
+    }
+    test_walk();
+    test_sampling();
+    for (int i = 0; i < n_allocs; i++) free(allocs[i]);
+    return check_report("test_guide");
+}
