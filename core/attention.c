@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "layer_ops.h"
+
 /* The online softmax state of one query: running maximum and denominator. */
 typedef struct softmax_state {
     float m;
@@ -24,6 +26,11 @@ static void softmax_block(const wisp_kernels *k, float *sc, int32_t nb, float *o
     k->softmax_exp(sc, nb, st->m, &st->l);
 }
 
+/* The first key a query at `pos` sees. */
+static int32_t first_key(const wisp_attention_args *a, int32_t pos) {
+    return a->window > 0 && pos + 1 > a->window ? pos + 1 - a->window : 0;
+}
+
 /* Keys [j0, j0+nb) for one query: score them, rescale what was accumulated
  * if the maximum grew, and add the weighted values into o. */
 static void attend_block(const wisp_attention_args *a, float *sc, const void *keys, const void *values, size_t stride,
@@ -31,6 +38,7 @@ static void attend_block(const wisp_attention_args *a, float *sc, const void *ke
     const wisp_kernels *k = a->k;
     const int32_t hd = a->head_dim;
     k->attn_scores(sc, keys, stride, kv_f16, nb, q, hd, a->scale);
+    if (a->softcap > 0) wisp_softcap(sc, nb, a->softcap);
     softmax_block(k, sc, nb, o, hd, st);
     k->attn_values(o, sc, values, stride, kv_f16, nb, hd);
 }
@@ -49,14 +57,14 @@ static void attention_per_head(const wisp_attention_args *a, int ith, int nth) {
     wisp_split((int64_t)a->n_tok * a->n_heads, ith, nth, &lo, &hi);
     for (int64_t item = lo; item < hi; item++) {
         int32_t t = (int32_t)(item / a->n_heads), h = (int32_t)(item % a->n_heads);
-        int32_t n_keys = a->pos0 + t + 1;
+        int32_t n_keys = a->pos0 + t + 1, j_lo = first_key(a, a->pos0 + t);
         const float *q = a->q + t * row + (size_t)h * hd;
         float *o = a->out + t * row + (size_t)h * hd;
         size_t head_off = (size_t)(h / group) * a->kv_stride * stride;
         const uint8_t *kb = (const uint8_t *)a->k_cache + head_off, *vb = (const uint8_t *)a->v_cache + head_off;
         memset(o, 0, (size_t)hd * sizeof(float));
         softmax_state st = {-INFINITY, 0.0};
-        for (int32_t j0 = 0; j0 < n_keys; j0 += a->block) {
+        for (int32_t j0 = j_lo; j0 < n_keys; j0 += a->block) {
             int32_t nb = n_keys - j0 < a->block ? n_keys - j0 : a->block;
             size_t at = (size_t)j0 * stride;
             attend_block(a, sc, kb + at, vb + at, stride, a->kv_f16, nb, q, o, &st);
@@ -69,7 +77,7 @@ static void attention_per_head(const wisp_attention_args *a, int ith, int nth) {
  * values start, and its query heads' outputs (zeroed) and softmax states
  * (reset), the group's heads one after the other. */
 typedef struct kv_head_item {
-    int32_t t, g, n_keys;
+    int32_t t, g, j_lo, n_keys; /* keys [j_lo, n_keys) */
     const uint8_t *kb, *vb;
     float *o0;
 } kv_head_item;
@@ -80,6 +88,7 @@ static kv_head_item kv_head_start(const wisp_attention_args *a, int64_t item, so
     it.t = (int32_t)(item / a->n_kv_heads);
     it.g = (int32_t)(item % a->n_kv_heads);
     it.n_keys = a->pos0 + it.t + 1;
+    it.j_lo = first_key(a, a->pos0 + it.t);
     const size_t head_off = (size_t)it.g * a->kv_stride * (size_t)hd * 2;
     it.kb = (const uint8_t *)a->k_cache + head_off;
     it.vb = (const uint8_t *)a->v_cache + head_off;
@@ -114,7 +123,7 @@ static void attention_grouped(const wisp_attention_args *a, int ith, int nth) {
     wisp_split((int64_t)a->n_tok * a->n_kv_heads, ith, nth, &lo, &hi);
     for (int64_t item = lo; item < hi; item++) {
         const kv_head_item it = kv_head_start(a, item, st);
-        for (int32_t j0 = 0; j0 < it.n_keys; j0 += a->block) {
+        for (int32_t j0 = it.j_lo; j0 < it.n_keys; j0 += a->block) {
             int32_t nb = it.n_keys - j0 < a->block ? it.n_keys - j0 : a->block;
             size_t at = (size_t)j0 * stride16;
             a->k->f16_to_f32((const uint16_t *)(const void *)(it.kb + at), kf, (int64_t)nb * hd);
@@ -146,13 +155,15 @@ static void attention_fused(const wisp_attention_args *a, int ith, int nth) {
     for (int64_t item = lo; item < hi; item++) {
         const kv_head_item it = kv_head_start(a, item, st);
         const float *q0 = a->q + it.t * row + (size_t)it.g * group * hd;
-        for (int32_t j0 = 0; j0 < it.n_keys; j0 += a->block) {
+        for (int32_t j0 = it.j_lo; j0 < it.n_keys; j0 += a->block) {
             int32_t nb = it.n_keys - j0 < a->block ? it.n_keys - j0 : a->block;
             size_t at = (size_t)j0 * stride;
             k->attn_scores_heads(sc, a->block, (const uint16_t *)(const void *)(it.kb + at), stride, nb, q0, hd, group, hd,
                                  a->scale);
-            for (int32_t i = 0; i < group; i++)
+            for (int32_t i = 0; i < group; i++) {
+                if (a->softcap > 0) wisp_softcap(sc + (size_t)i * a->block, nb, a->softcap);
                 softmax_block(k, sc + (size_t)i * a->block, nb, it.o0 + (size_t)i * hd, hd, &st[i]);
+            }
             k->attn_values_heads(it.o0, hd, sc, a->block, (const uint16_t *)(const void *)(it.vb + at), stride, nb, group,
                                  hd);
         }

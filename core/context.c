@@ -34,7 +34,7 @@ static wisp_status resolve_config(const wisp_hparams *hp, const wisp_config *in,
 }
 
 /* The scratch arrays of one forward step, in carving order. */
-enum { S_X, S_XB, S_Q, S_K, S_V, S_PROJ, S_GATE, S_UP, S_ROPE, S_ATTN, S_ATTN_KV, S_COUNT };
+enum { S_X, S_XB, S_Q, S_K, S_V, S_PROJ, S_GATE, S_UP, S_ROPE, S_ROPE_SWA, S_ATTN, S_ATTN_KV, S_COUNT };
 
 static void scratch_sizes(const wisp_hparams *hp, const wisp_config *c, size_t bytes[S_COUNT]) {
     size_t T = (size_t)c->n_batch, f = sizeof(float);
@@ -49,6 +49,7 @@ static void scratch_sizes(const wisp_hparams *hp, const wisp_config *c, size_t b
     bytes[S_GATE] = wisp_bytes_of(T * (size_t)hp->ffn_dim, f);
     bytes[S_UP] = wisp_bytes_of(T * (size_t)hp->ffn_dim, f);
     bytes[S_ROPE] = wisp_bytes_of(T * (size_t)hp->rope_dim, f);
+    bytes[S_ROPE_SWA] = hp->rope_base_swa != hp->rope_base ? bytes[S_ROPE] : 0;
     const bool kv_f16 = c->kv_type == WISP_TYPE_F16;
     size_t score_rows = (size_t)wisp_attention_score_rows(c->kernels, kv_f16, hp->n_heads, hp->n_kv_heads);
     bytes[S_ATTN] = wisp_bytes_of((size_t)c->threads.n_threads * WISP_ATTN_BLOCK * score_rows, f);
@@ -153,9 +154,10 @@ wisp_status wisp_init(wisp_ctx **out, const wisp_gguf *g, const wisp_config *cfg
     size_t sb[S_COUNT];
     scratch_sizes(hp, c, sb);
     float **slots[S_COUNT] = {&ctx->s.x, &ctx->s.xb, &ctx->s.q, &ctx->s.k, &ctx->s.v, &ctx->s.proj,
-                              &ctx->s.gate, &ctx->s.up, &ctx->s.rope, &ctx->s.attn, &ctx->s.attn_kv};
+                              &ctx->s.gate, &ctx->s.up, &ctx->s.rope, &ctx->s.rope_swa, &ctx->s.attn, &ctx->s.attn_kv};
     for (int i = 0; i < S_COUNT; i++) *slots[i] = (float *)wisp_arena_alloc(&a, sb[i], WISP_PART_SCRATCH);
     if (!sb[S_ATTN_KV]) ctx->s.attn_kv = NULL; /* attention converts per head */
+    if (!sb[S_ROPE_SWA]) ctx->s.rope_swa = NULL; /* every layer rotates with the one base */
     wisp_exec_setup(&ctx->exec, c->kernels, &c->threads);
     ctx->exec.act_bytes = wisp_bytes_of((size_t)c->n_batch, act_row_max(g));
     ctx->exec.act = (uint8_t *)wisp_arena_alloc(&a, ctx->exec.act_bytes, WISP_PART_SCRATCH);

@@ -17,6 +17,7 @@ typedef struct wisp_scratch {
     float *gate;   /* [n_batch][ffn_dim] */
     float *up;     /* [n_batch][ffn_dim] */
     float *rope;   /* [n_batch][rope_dim] cos,sin pairs for each position */
+    float *rope_swa; /* the same for windowed layers with their own base (gemma3), else NULL */
     float *attn;   /* [n_threads][1 or the heads per kv head (wisp_attention_fused)][WISP_ATTN_BLOCK] attention
                     * scores per worker */
     float *attn_kv; /* [n_threads][2][WISP_ATTN_BLOCK][head_dim] an F16 cache's block in F32 (grouped attention) */

@@ -17,6 +17,11 @@ static wisp_status bad(wisp_error *err, const char *what) { return wisp_fail(err
 wisp_status wisp_train_resolve(const wisp_hparams *hp, wisp_config *cfg, wisp_error *err) {
     wisp_train_config *c = &cfg->train;
     if (c->seq_len == 0) return WISP_OK;
+    const wisp_arch_row *row = wisp_hparams_row(hp);
+    if (row->required & (WISP_LT(Q_NORM) | WISP_LT(POST_ATTN_NORM)) || row->act != WISP_ACT_SILU || hp->window ||
+        hp->attn_softcap > 0 || hp->final_softcap > 0 || hp->embed_scale != 1.0f || hp->rope_base_swa != hp->rope_base)
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "training: LoRA training of architecture '%s' is not implemented yet",
+                         row->name);
     if (c->seq_len < 1 || c->seq_len > 65536) return bad(err, "seq_len must be in 1..65536");
     if (c->micro_batch == 0) c->micro_batch = 1;
     if (c->micro_batch < 1 || c->micro_batch > 4096) return bad(err, "micro_batch must be in 1..4096");
@@ -267,7 +272,8 @@ wisp_status wisp_train_carve(wisp_ctx *ctx, const wisp_gguf *g, wisp_arena *a, s
     tr->act_elem = tc->act_type == WISP_TYPE_F32 ? 4 : 2;
     tr->scale = tc->rslora ? tc->alpha / sqrtf((float)tc->rank) : tc->alpha / (float)tc->rank;
     tr->loss_scale = tc->act_type == WISP_TYPE_F16 ? tc->loss_scale : 1.0f;
-    wisp_rope_table(tr->rope, 0, tr->S, hp->rope_dim, hp->rope_base);
+    const wisp_rope_spec rope = wisp_rope_spec_of(&ctx->model, cfg->n_ctx, false);
+    wisp_rope_table(tr->rope, 0, tr->S, &rope);
 
     /* pairs in (layer, projection) order over one flat parameter array */
     size_t off = 0;
