@@ -31,6 +31,15 @@ static int32_t first_key(const wisp_attention_args *a, int32_t pos) {
     return a->window > 0 && pos + 1 > a->window ? pos + 1 - a->window : 0;
 }
 
+/* The cache row of key j0, shortening *nb to the keys that follow it
+ * contiguously (a windowed layer's ring wraps around). */
+static int32_t key_row(const wisp_attention_args *a, int32_t j0, int32_t *nb) {
+    if (!a->kv_ring) return j0;
+    int32_t r = j0 % a->kv_ring;
+    if (*nb > a->kv_ring - r) *nb = a->kv_ring - r;
+    return r;
+}
+
 /* Keys [j0, j0+nb) for one query: score them, rescale what was accumulated
  * if the maximum grew, and add the weighted values into o. */
 static void attend_block(const wisp_attention_args *a, float *sc, const void *keys, const void *values, size_t stride,
@@ -64,9 +73,9 @@ static void attention_per_head(const wisp_attention_args *a, int ith, int nth) {
         const uint8_t *kb = (const uint8_t *)a->k_cache + head_off, *vb = (const uint8_t *)a->v_cache + head_off;
         memset(o, 0, (size_t)hd * sizeof(float));
         softmax_state st = {-INFINITY, 0.0};
-        for (int32_t j0 = j_lo; j0 < n_keys; j0 += a->block) {
-            int32_t nb = n_keys - j0 < a->block ? n_keys - j0 : a->block;
-            size_t at = (size_t)j0 * stride;
+        for (int32_t j0 = j_lo, nb; j0 < n_keys; j0 += nb) {
+            nb = n_keys - j0 < a->block ? n_keys - j0 : a->block;
+            size_t at = (size_t)key_row(a, j0, &nb) * stride;
             attend_block(a, sc, kb + at, vb + at, stride, a->kv_f16, nb, q, o, &st);
         }
         finish_query(a, o, &st, t, h);
@@ -123,9 +132,9 @@ static void attention_grouped(const wisp_attention_args *a, int ith, int nth) {
     wisp_split((int64_t)a->n_tok * a->n_kv_heads, ith, nth, &lo, &hi);
     for (int64_t item = lo; item < hi; item++) {
         const kv_head_item it = kv_head_start(a, item, st);
-        for (int32_t j0 = it.j_lo; j0 < it.n_keys; j0 += a->block) {
-            int32_t nb = it.n_keys - j0 < a->block ? it.n_keys - j0 : a->block;
-            size_t at = (size_t)j0 * stride16;
+        for (int32_t j0 = it.j_lo, nb; j0 < it.n_keys; j0 += nb) {
+            nb = it.n_keys - j0 < a->block ? it.n_keys - j0 : a->block;
+            size_t at = (size_t)key_row(a, j0, &nb) * stride16;
             a->k->f16_to_f32((const uint16_t *)(const void *)(it.kb + at), kf, (int64_t)nb * hd);
             a->k->f16_to_f32((const uint16_t *)(const void *)(it.vb + at), vf, (int64_t)nb * hd);
             for (int32_t i = 0; i < group; i++) {
@@ -155,9 +164,9 @@ static void attention_fused(const wisp_attention_args *a, int ith, int nth) {
     for (int64_t item = lo; item < hi; item++) {
         const kv_head_item it = kv_head_start(a, item, st);
         const float *q0 = a->q + it.t * row + (size_t)it.g * group * hd;
-        for (int32_t j0 = it.j_lo; j0 < it.n_keys; j0 += a->block) {
-            int32_t nb = it.n_keys - j0 < a->block ? it.n_keys - j0 : a->block;
-            size_t at = (size_t)j0 * stride;
+        for (int32_t j0 = it.j_lo, nb; j0 < it.n_keys; j0 += nb) {
+            nb = it.n_keys - j0 < a->block ? it.n_keys - j0 : a->block;
+            size_t at = (size_t)key_row(a, j0, &nb) * stride;
             k->attn_scores_heads(sc, a->block, (const uint16_t *)(const void *)(it.kb + at), stride, nb, q0, hd, group, hd,
                                  a->scale);
             for (int32_t i = 0; i < group; i++) {

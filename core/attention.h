@@ -16,6 +16,7 @@ typedef struct wisp_attention_args {
     const void *k_cache; /* [n_kv_heads][kv_stride positions][head_dim] of this layer */
     const void *v_cache;
     int32_t kv_stride;   /* positions per kv head in the cache */
+    int32_t kv_ring;     /* 0: key j sits at row j; else the cache is a ring of kv_ring rows and key j at j % kv_ring */
     int32_t kv_f16;      /* cache holds F16 instead of F32 */
     int32_t n_tok, pos0; /* query t sits at position pos0 + t and sees keys 0..pos0+t */
     int32_t n_heads, n_kv_heads, head_dim;

@@ -70,9 +70,23 @@ static size_t act_row_max(const wisp_gguf *g) {
     return best;
 }
 
+/* Cached positions of layers [0, l): the whole context per layer, or a
+ * windowed layer's ring (wisp_layer_kv_positions). */
+static size_t kv_positions_below(const wisp_hparams *hp, const wisp_config *c, int32_t l) {
+    if (hp->window <= 0) return (size_t)l * (size_t)c->n_ctx;
+    size_t n = 0;
+    for (int32_t i = 0; i < l; i++) n += (size_t)wisp_layer_kv_positions(hp, i, c->n_ctx, c->n_batch);
+    return n;
+}
+
+size_t wisp_ctx_kv_layer_offset(const wisp_ctx *ctx, int32_t l) {
+    const wisp_hparams *hp = &ctx->model.hp;
+    return kv_positions_below(hp, &ctx->cfg, l) * (size_t)hp->n_kv_heads * (size_t)hp->head_dim * ctx->kv_elem_bytes;
+}
+
 static size_t kv_bytes(const wisp_hparams *hp, const wisp_config *c) {
     size_t elem = c->kv_type == WISP_TYPE_F16 ? 2 : 4;
-    size_t n = (size_t)hp->n_layers * (size_t)hp->n_kv_heads * (size_t)c->n_ctx * (size_t)hp->head_dim;
+    size_t n = kv_positions_below(hp, c, hp->n_layers) * (size_t)hp->n_kv_heads * (size_t)hp->head_dim;
     return wisp_bytes_of(n, elem);
 }
 
@@ -187,7 +201,17 @@ int32_t wisp_n_past(const wisp_ctx *ctx) { return ctx->n_past; }
 int32_t wisp_last_step_tokens(const wisp_ctx *ctx) { return ctx->last_step; }
 
 void wisp_rewind(wisp_ctx *ctx, int32_t n) {
-    if (n >= 0 && n < ctx->n_past) ctx->n_past = n;
+    if (n >= 0 && n < ctx->n_past) {
+        /* a windowed layer's ring holds positions [n_past - ring, n_past); the
+         * next query, at n, needs those from n - window + 1 on */
+        const wisp_hparams *hp = &ctx->model.hp;
+        for (int32_t l = 0; l < hp->n_layers && n > 0; l++) {
+            int32_t ring = wisp_layer_kv_positions(hp, l, ctx->cfg.n_ctx, ctx->cfg.n_batch);
+            int32_t need = n - hp->window + 1 > 0 ? n - hp->window + 1 : 0;
+            if (ring < ctx->cfg.n_ctx && need < ctx->n_past - ring) n = 0; /* overwritten: start afresh */
+        }
+        ctx->n_past = n;
+    }
     ctx->last_step = 0;
 }
 

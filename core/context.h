@@ -32,7 +32,8 @@ struct wisp_ctx {
     wisp_tokenizer tok;
     wisp_scratch s;
     int32_t q_dim, kv_dim;
-    /* KV cache, [layer][kv_head][position][head_dim] in cfg.kv_type */
+    /* KV cache, [layer][kv_head][position][head_dim] in cfg.kv_type; a
+     * windowed layer holds a ring of wisp_layer_kv_positions rows per head */
     void *k_cache, *v_cache;
     size_t kv_elem_bytes;
     int32_t n_past;
@@ -47,6 +48,9 @@ struct wisp_ctx {
 
 /* Row `id` of the token embedding as floats (any weight type). */
 void wisp_embed_row(const wisp_exec *e, const wisp_weight *w, int32_t id, float *out);
+
+/* Byte offset of layer l's keys (and values) in k_cache (v_cache). */
+size_t wisp_ctx_kv_layer_offset(const wisp_ctx *ctx, int32_t l);
 
 /* One forward step over n <= n_batch tokens at positions n_past.. . */
 wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_error *err);

@@ -35,15 +35,17 @@ static void add_bias(float *y, const float *b, int32_t n_rows, int32_t n) {
         for (int32_t i = 0; i < n; i++) y[(size_t)t * n + i] += b[i];
 }
 
-/* Copy this step's keys and values into the cache, per kv head. */
-static void store_kv(wisp_ctx *ctx, int32_t layer, int32_t T) {
+/* Copy this step's keys and values into the cache, per kv head; `rows` is
+ * the layer's positions per head (a ring when fewer than n_ctx). */
+static void store_kv(wisp_ctx *ctx, int32_t layer, int32_t T, int32_t rows) {
     const wisp_hparams *hp = &ctx->model.hp;
     int32_t hd = hp->head_dim;
-    size_t elem = ctx->kv_elem_bytes;
+    size_t elem = ctx->kv_elem_bytes, layer_off = wisp_ctx_kv_layer_offset(ctx, layer);
     for (int32_t h = 0; h < hp->n_kv_heads; h++) {
-        size_t head = ((size_t)layer * hp->n_kv_heads + h) * (size_t)ctx->cfg.n_ctx;
+        size_t head = (size_t)h * (size_t)rows;
         for (int32_t t = 0; t < T; t++) {
-            size_t off = (head + (size_t)(ctx->n_past + t)) * hd * elem;
+            int32_t pos = ctx->n_past + t;
+            size_t off = layer_off + (head + (size_t)(rows < ctx->cfg.n_ctx ? pos % rows : pos)) * hd * elem;
             const float *ks = ctx->s.k + (size_t)t * ctx->kv_dim + (size_t)h * hd;
             const float *vs = ctx->s.v + (size_t)t * ctx->kv_dim + (size_t)h * hd;
             uint8_t *kd = (uint8_t *)ctx->k_cache + off, *vd = (uint8_t *)ctx->v_cache + off;
@@ -58,17 +60,17 @@ static void store_kv(wisp_ctx *ctx, int32_t layer, int32_t T) {
     }
 }
 
-static void attention(wisp_ctx *ctx, int32_t layer, int32_t T, int32_t window) {
+static void attention(wisp_ctx *ctx, int32_t layer, int32_t T, int32_t window, int32_t rows) {
     const wisp_hparams *hp = &ctx->model.hp;
-    size_t head_bytes = (size_t)ctx->cfg.n_ctx * hp->head_dim * ctx->kv_elem_bytes;
-    size_t layer_off = (size_t)layer * hp->n_kv_heads * head_bytes;
+    size_t layer_off = wisp_ctx_kv_layer_offset(ctx, layer);
     wisp_attention_args a = {
         .k = &ctx->exec.k,
         .q = ctx->s.q,
         .out = ctx->s.xb,
         .k_cache = (const uint8_t *)ctx->k_cache + layer_off,
         .v_cache = (const uint8_t *)ctx->v_cache + layer_off,
-        .kv_stride = ctx->cfg.n_ctx,
+        .kv_stride = rows,
+        .kv_ring = rows < ctx->cfg.n_ctx ? rows : 0,
         .kv_f16 = ctx->kv_elem_bytes == 2,
         .n_tok = T,
         .pos0 = ctx->n_past,
@@ -189,8 +191,9 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
             wisp_rope_apply(s->k + (size_t)t * kv_dim, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs, hp->rope_neox,
                             false);
         }
-        store_kv(ctx, l, T);
-        attention(ctx, l, T, windowed ? hp->window : 0);
+        const int32_t kv_rows = wisp_layer_kv_positions(hp, l, ctx->cfg.n_ctx, ctx->cfg.n_batch);
+        store_kv(ctx, l, T, kv_rows);
+        attention(ctx, l, T, windowed ? hp->window : 0, kv_rows);
         if ((st = finite_or_fail(s->xb, T, q_dim, l, "attn_output", pos, err))) return st;
         project(ctx, l, 1, (const int[]){WISP_PROJ_O}, s->xb, q_dim, T, &s->proj, &dim);
         if (L->post_attn_norm) norm_rows(e, s->proj, s->proj, L->post_attn_norm, T, dim, hp->rms_eps);

@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     wisp_model_shape shape = {"tiny", "tiny", qwen2 ? "qwen2" : "llama", dim, layers, 4, 2, 2 * dim, vocab, 64,
-                              qwen2 ? 1000000.0f : 10000.0f, qwen2 ? 1e-6f : 1e-5f, qwen2, qwen2};
+                              qwen2 ? 1000000.0f : 10000.0f, qwen2 ? 1e-6f : 1e-5f, qwen2, qwen2, .head_dim = 0};
     wisp_model_gen g;
     memset(&g, 0, sizeof g);
     g.shape = &shape;
