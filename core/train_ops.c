@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "half.h"
+#include "layer_ops.h"
 #include "matmul_t.h"
 #include "train.h"
 
@@ -47,26 +48,10 @@ void wisp_train_rmsnorm_rows(wisp_train *tr, float *y, const float *x, const flo
     wisp_train_parallel(tr, n_rows, norm_rows, &j);
 }
 
-/* y = x r w with r = (mean x^2 + eps)^-1/2, so
- * dx_i = r w_i dy_i - x_i r^3 / n * sum_j dy_j w_j x_j. */
 static void norm_backward_rows(void *p, int64_t lo, int64_t hi) {
     const norm_job *j = p;
-    int32_t n = j->n;
-    for (int64_t t = lo; t < hi; t++) {
-        const float *x = j->x + t * n, *dy = j->dy + t * n;
-        float *dx = j->dx + t * n;
-        double ss = 0, dot = 0;
-        for (int32_t i = 0; i < n; i++) {
-            ss += (double)x[i] * x[i];
-            dot += (double)dy[i] * j->w[i] * x[i];
-        }
-        double r = 1.0 / sqrt(ss / n + (double)j->eps);
-        float rf = (float)r, c = (float)(r * r * r / n * dot);
-        for (int32_t i = 0; i < n; i++) {
-            float g = rf * (j->w[i] * dy[i]) - c * x[i];
-            dx[i] = j->accumulate ? dx[i] + g : g;
-        }
-    }
+    for (int64_t t = lo; t < hi; t++)
+        wisp_rmsnorm_backward_row(j->dx + t * j->n, j->x + t * j->n, j->w, j->dy + t * j->n, j->n, j->eps, j->accumulate);
 }
 
 void wisp_train_rmsnorm_backward(wisp_train *tr, float *dx, const float *x, const float *w, const float *dy,
@@ -75,41 +60,72 @@ void wisp_train_rmsnorm_backward(wisp_train *tr, float *dx, const float *x, cons
     wisp_train_parallel(tr, n_rows, norm_backward_rows, &j);
 }
 
-/* ---- SwiGLU ---- */
+/* ---- gated activations (layer_ops.c) ---- */
 
-typedef struct swiglu_job {
+typedef struct act_job {
     const wisp_kernels *k;
+    wisp_activation fn;
     float *act, *dact;
     const float *g, *u;
     int64_t n;
-} swiglu_job;
+} act_job;
 
-static void silu_rows(void *p, int64_t lo, int64_t hi) {
-    const swiglu_job *j = p;
+static void act_rows(void *p, int64_t lo, int64_t hi) {
+    const act_job *j = p;
     for (int64_t t = lo; t < hi; t++) {
         memcpy(j->act + t * j->n, j->g + t * j->n, (size_t)j->n * sizeof(float));
-        j->k->silu_mul(j->act + t * j->n, j->u + t * j->n, j->n);
+        wisp_act_mul(j->k, j->fn, j->act + t * j->n, j->u + t * j->n, j->n);
     }
 }
 
-void wisp_train_silu_mul_rows(wisp_train *tr, float *act, const float *g, const float *u) {
-    swiglu_job j = {&tr->exec.k, act, NULL, g, u, tr->F};
-    wisp_train_parallel(tr, tr->T, silu_rows, &j);
+void wisp_train_act_mul_rows(wisp_train *tr, float *act, const float *g, const float *u) {
+    act_job j = {&tr->exec.k, wisp_hparams_row(&tr->model->hp)->act, act, NULL, g, u, tr->F};
+    wisp_train_parallel(tr, tr->T, act_rows, &j);
 }
 
-/* act = silu(g) u:  d u = d act * silu(g),  d g = d act * u * s (1 + g (1 - s)), s = sigmoid(g) */
-static void swiglu_backward_rows(void *p, int64_t lo, int64_t hi) {
-    const swiglu_job *j = p;
-    for (int64_t i = lo * j->n; i < hi * j->n; i++) {
-        float g = j->g[i], s = 1.0f / (1.0f + expf(-g)), d = j->dact[i];
-        j->act[i] = d * (g * s);
-        j->dact[i] = d * j->u[i] * (s * (1.0f + g * (1.0f - s)));
+static void act_backward_rows(void *p, int64_t lo, int64_t hi) {
+    const act_job *j = p;
+    size_t at = (size_t)(lo * j->n);
+    wisp_act_mul_backward(j->fn, j->dact + at, j->act + at, j->g + at, j->u + at, (hi - lo) * j->n);
+}
+
+void wisp_train_act_mul_backward(wisp_train *tr, float *dact, float *act, const float *g, const float *u) {
+    act_job j = {&tr->exec.k, wisp_hparams_row(&tr->model->hp)->act, act, dact, g, u, tr->F};
+    wisp_train_parallel(tr, tr->T, act_backward_rows, &j);
+}
+
+/* ---- per-head norms (qwen3, gemma3 q/k) ---- */
+
+typedef struct head_norm_job {
+    const wisp_kernels *k;
+    float *x;
+    const float *in, *w;
+    int32_t n_heads, hd;
+    float eps;
+} head_norm_job;
+
+static void head_norm_rows(void *p, int64_t lo, int64_t hi) {
+    const head_norm_job *j = p;
+    size_t width = (size_t)j->n_heads * j->hd;
+    for (int64_t t = lo; t < hi; t++) wisp_head_norm(j->k, j->x + (size_t)t * width, j->n_heads, j->hd, j->w, j->eps);
+}
+
+void wisp_train_head_norm_rows(wisp_train *tr, float *x, int32_t n_heads, const float *w) {
+    head_norm_job j = {&tr->exec.k, x, NULL, w, n_heads, tr->hd, tr->model->hp.rms_eps};
+    wisp_train_parallel(tr, tr->T, head_norm_rows, &j);
+}
+
+static void head_norm_backward_rows(void *p, int64_t lo, int64_t hi) {
+    const head_norm_job *j = p;
+    for (int64_t i = lo * j->n_heads; i < hi * j->n_heads; i++) {
+        size_t at = (size_t)i * j->hd;
+        wisp_rmsnorm_backward_row(j->x + at, j->in + at, j->w, j->x + at, j->hd, j->eps, false);
     }
 }
 
-void wisp_train_swiglu_backward(wisp_train *tr, float *dact, float *act, const float *g, const float *u) {
-    swiglu_job j = {&tr->exec.k, act, dact, g, u, tr->F};
-    wisp_train_parallel(tr, tr->T, swiglu_backward_rows, &j);
+void wisp_train_head_norm_backward(wisp_train *tr, float *dx, const float *x, int32_t n_heads, const float *w) {
+    head_norm_job j = {&tr->exec.k, dx, x, w, n_heads, tr->hd, tr->model->hp.rms_eps};
+    wisp_train_parallel(tr, tr->T, head_norm_backward_rows, &j);
 }
 
 /* ---- projections ---- */
