@@ -59,7 +59,7 @@ void cli_print_plan(FILE *out, const wisp_memory_plan *plan) {
             if (wisp_layer_windowed(hp, l)) ring = wisp_layer_kv_positions(hp, l, c->n_ctx, c->n_batch);
         if (i == WISP_PART_KV_CACHE && ring && ring < c->n_ctx)
             fprintf(out, "  %-14s %d of %d layers attend through a window of %d: each caches a ring of %d positions "
-                         "(window - 1 + batch), not %d\n", "", windowed_layers(hp), hp->n_layers, hp->window, ring,
+                         "(window - 1 + batch, in blocks of 64), not %d\n", "", windowed_layers(hp), hp->n_layers, hp->window, ring,
                     c->n_ctx);
     }
     fprintf(out, "  %-14s %12zu bytes  %12s\n", "total (arena)", plan->total, cli_human_bytes(h, sizeof h, plan->total));

@@ -31,6 +31,16 @@ static int32_t first_key(const wisp_attention_args *a, int32_t pos) {
     return a->window > 0 && pos + 1 > a->window ? pos + 1 - a->window : 0;
 }
 
+/* Keys from j0 on that one block takes: blocks lie at multiples of the
+ * block size whatever the first key (a window's start), so the partition,
+ * and with it every rounding, depends on positions only, never on how the
+ * prompt was cut into steps; a ring's size is a multiple of the block size
+ * (WISP_KV_RING_ALIGN), so no block straddles its wrap. */
+static int32_t block_keys(const wisp_attention_args *a, int32_t j0, int32_t n_keys) {
+    int32_t nb = a->block - j0 % a->block;
+    return n_keys - j0 < nb ? n_keys - j0 : nb;
+}
+
 /* The cache row of key j0, shortening *nb to the keys that follow it
  * contiguously (a windowed layer's ring wraps around). */
 static int32_t key_row(const wisp_attention_args *a, int32_t j0, int32_t *nb) {
@@ -74,7 +84,7 @@ static void attention_per_head(const wisp_attention_args *a, int ith, int nth) {
         memset(o, 0, (size_t)hd * sizeof(float));
         softmax_state st = {-INFINITY, 0.0};
         for (int32_t j0 = j_lo, nb; j0 < n_keys; j0 += nb) {
-            nb = n_keys - j0 < a->block ? n_keys - j0 : a->block;
+            nb = block_keys(a, j0, n_keys);
             size_t at = (size_t)key_row(a, j0, &nb) * stride;
             attend_block(a, sc, kb + at, vb + at, stride, a->kv_f16, nb, q, o, &st);
         }
@@ -133,7 +143,7 @@ static void attention_grouped(const wisp_attention_args *a, int ith, int nth) {
     for (int64_t item = lo; item < hi; item++) {
         const kv_head_item it = kv_head_start(a, item, st);
         for (int32_t j0 = it.j_lo, nb; j0 < it.n_keys; j0 += nb) {
-            nb = it.n_keys - j0 < a->block ? it.n_keys - j0 : a->block;
+            nb = block_keys(a, j0, it.n_keys);
             size_t at = (size_t)key_row(a, j0, &nb) * stride16;
             a->k->f16_to_f32((const uint16_t *)(const void *)(it.kb + at), kf, (int64_t)nb * hd);
             a->k->f16_to_f32((const uint16_t *)(const void *)(it.vb + at), vf, (int64_t)nb * hd);
@@ -165,7 +175,7 @@ static void attention_fused(const wisp_attention_args *a, int ith, int nth) {
         const kv_head_item it = kv_head_start(a, item, st);
         const float *q0 = a->q + it.t * row + (size_t)it.g * group * hd;
         for (int32_t j0 = it.j_lo, nb; j0 < it.n_keys; j0 += nb) {
-            nb = it.n_keys - j0 < a->block ? it.n_keys - j0 : a->block;
+            nb = block_keys(a, j0, it.n_keys);
             size_t at = (size_t)key_row(a, j0, &nb) * stride;
             k->attn_scores_heads(sc, a->block, (const uint16_t *)(const void *)(it.kb + at), stride, nb, q0, hd, group, hd,
                                  a->scale);

@@ -24,6 +24,7 @@ typedef struct wisp_scratch {
 } wisp_scratch;
 
 #define WISP_ATTN_BLOCK 64 /* keys scored at a time by the online softmax */
+_Static_assert(WISP_KV_RING_ALIGN % WISP_ATTN_BLOCK == 0, "a KV ring must hold whole blocks of keys");
 
 struct wisp_ctx {
     wisp_model model;

@@ -45,7 +45,7 @@ bool wisp_layer_windowed(const wisp_hparams *hp, int32_t l) {
 
 int32_t wisp_layer_kv_positions(const wisp_hparams *hp, int32_t l, int32_t n_ctx, int32_t n_batch) {
     if (!wisp_layer_windowed(hp, l)) return n_ctx;
-    int64_t ring = (int64_t)hp->window - 1 + n_batch;
+    int64_t ring = ((int64_t)hp->window - 1 + n_batch + WISP_KV_RING_ALIGN - 1) / WISP_KV_RING_ALIGN * WISP_KV_RING_ALIGN;
     return ring < n_ctx ? (int32_t)ring : n_ctx;
 }
 

@@ -51,7 +51,10 @@ const wisp_arch_row *wisp_hparams_row(const wisp_hparams *hp);
 /* Whether layer l attends through the sliding window. */
 bool wisp_layer_windowed(const wisp_hparams *hp, int32_t l);
 /* Positions of layer l's KV cache for a context of n_ctx: the whole context,
- * or for a windowed layer a ring of window - 1 + n_batch positions. */
+ * or for a windowed layer a ring of window - 1 + n_batch positions, rounded
+ * up to a multiple of WISP_KV_RING_ALIGN (attention's key block, so that no
+ * block of keys straddles the ring's wrap). */
+#define WISP_KV_RING_ALIGN 64
 int32_t wisp_layer_kv_positions(const wisp_hparams *hp, int32_t l, int32_t n_ctx, int32_t n_batch);
 
 /* A 2-D weight: y[rows] = W x[cols], rows stored `row_bytes` apart. */
