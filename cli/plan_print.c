@@ -29,7 +29,7 @@ void cli_print_family(FILE *out, const wisp_hparams *hp) {
     if (hp->attn_softcap > 0) fprintf(out, ", soft-capped at %g", (double)hp->attn_softcap);
     if (hp->window > 0)
         fprintf(out, "; sliding window of %d on %d of %d layers", hp->window, windowed_layers(hp), hp->n_layers);
-    if (hp->rope_base_swa != hp->rope_base) fprintf(out, " (their RoPE base %g)", (double)hp->rope_base_swa);
+    if (r->rope_base_swa) fprintf(out, " (their RoPE base %g, unscaled)", (double)hp->rope_base_swa);
     fputc('\n', out);
     if (hp->final_softcap > 0) fprintf(out, "  %-18s soft-capped at %g\n", "logits", (double)hp->final_softcap);
     if (hp->rope_freq_scale != 1.0f || hp->rope_attn_factor != 1.0f || r->rope_freqs || r->longrope) {

@@ -49,7 +49,7 @@ static void scratch_sizes(const wisp_hparams *hp, const wisp_config *c, size_t b
     bytes[S_GATE] = wisp_bytes_of(T * (size_t)hp->ffn_dim, f);
     bytes[S_UP] = wisp_bytes_of(T * (size_t)hp->ffn_dim, f);
     bytes[S_ROPE] = wisp_bytes_of(T * (size_t)hp->rope_dim, f);
-    bytes[S_ROPE_SWA] = hp->rope_base_swa != hp->rope_base ? bytes[S_ROPE] : 0;
+    bytes[S_ROPE_SWA] = wisp_hparams_row(hp)->rope_base_swa ? bytes[S_ROPE] : 0;
     const bool kv_f16 = c->kv_type == WISP_TYPE_F16;
     size_t score_rows = (size_t)wisp_attention_score_rows(c->kernels, kv_f16, hp->n_heads, hp->n_kv_heads);
     bytes[S_ATTN] = wisp_bytes_of((size_t)c->threads.n_threads * WISP_ATTN_BLOCK * score_rows, f);

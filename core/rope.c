@@ -5,7 +5,10 @@
 
 wisp_rope_spec wisp_rope_spec_of(const wisp_model *m, int32_t n_ctx, bool windowed) {
     const wisp_hparams *hp = &m->hp;
-    wisp_rope_spec r = {hp->rope_dim, windowed ? hp->rope_base_swa : hp->rope_base, hp->rope_freq_scale,
+    /* gemma3's local layers keep their own base and no linear scaling (the
+     * 4B-27B checkpoints scale only the global layers, as llama.cpp does) */
+    bool local = windowed && wisp_hparams_row(hp)->rope_base_swa;
+    wisp_rope_spec r = {hp->rope_dim, local ? hp->rope_base_swa : hp->rope_base, local ? 1.0f : hp->rope_freq_scale,
                         hp->rope_attn_factor, wisp_model_rope_factors(m, n_ctx)};
     return r;
 }

@@ -206,7 +206,7 @@ static void layout(carver *c, const wisp_gguf *g, const wisp_hparams *hp, const 
     w.tok_loss = take(c, T, sizeof(double), P);
     w.rope = take(c, (size_t)tc->seq_len * (size_t)hp->rope_dim, f, P);
     const wisp_arch_row *row = wisp_hparams_row(hp);
-    if (hp->rope_base_swa != hp->rope_base) w.rope_swa = take(c, (size_t)tc->seq_len * (size_t)hp->rope_dim, f, P);
+    if (row->rope_base_swa) w.rope_swa = take(c, (size_t)tc->seq_len * (size_t)hp->rope_dim, f, P);
     if (row->required & WISP_LT(Q_NORM)) {
         w.qraw = take(c, T * Q, f, P);
         w.kraw = take(c, T * KV, f, P);

@@ -161,12 +161,14 @@ static void rope(const ref_model *r, int32_t layer, double *v, int32_t n_heads, 
     const wisp_hparams *hp = &r->hp;
     const wisp_model *m = r->model;
     const float *factors = m->rope_freqs ? m->rope_freqs : r->n_ctx > hp->rope_orig_ctx ? m->rope_long : m->rope_short;
-    double base = windowed(hp, layer) ? hp->rope_base_swa : hp->rope_base, mag = hp->rope_attn_factor;
+    bool local = windowed(hp, layer) && hp->arch == WISP_ARCH_GEMMA3; /* own base, no linear scaling */
+    double base = local ? hp->rope_base_swa : hp->rope_base, mag = hp->rope_attn_factor;
+    double freq_scale = local ? 1.0 : (double)hp->rope_freq_scale;
     int32_t half = hp->rope_dim / 2;
     for (int32_t h = 0; h < n_heads; h++) {
         double *x = v + (size_t)h * hp->head_dim;
         for (int32_t i = 0; i < half; i++) {
-            double a = pos * (double)hp->rope_freq_scale * pow(base, -2.0 * i / hp->rope_dim);
+            double a = pos * freq_scale * pow(base, -2.0 * i / hp->rope_dim);
             if (factors) a /= factors[i];
             int32_t p0 = hp->rope_neox ? i : 2 * i, p1 = hp->rope_neox ? i + half : 2 * i + 1;
             double x0 = x[p0], x1 = x[p1];
