@@ -181,16 +181,9 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
         add_bias(s->v, L->bias_v, T, kv_dim);
         const bool windowed = wisp_layer_windowed(hp, l);
         const float *rope_table = windowed && s->rope_swa ? s->rope_swa : s->rope;
-        for (int32_t t = 0; t < T; t++) {
-            if (L->q_norm) {
-                wisp_head_norm(&e->k, s->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, L->q_norm, hp->rms_eps);
-                wisp_head_norm(&e->k, s->k + (size_t)t * kv_dim, hp->n_kv_heads, hp->head_dim, L->k_norm, hp->rms_eps);
-            }
-            const float *cs = rope_table + (size_t)t * hp->rope_dim;
-            wisp_rope_apply(s->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs, hp->rope_neox, false);
-            wisp_rope_apply(s->k + (size_t)t * kv_dim, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs, hp->rope_neox,
-                            false);
-        }
+        for (int32_t t = 0; t < T; t++)
+            wisp_layer_qk_rope(&e->k, hp, L, s->q + (size_t)t * q_dim, s->k + (size_t)t * kv_dim,
+                               rope_table + (size_t)t * hp->rope_dim);
         const int32_t kv_rows = wisp_layer_kv_positions(hp, l, ctx->cfg.n_ctx, ctx->cfg.n_batch);
         store_kv(ctx, l, T, kv_rows);
         attention(ctx, l, T, windowed ? hp->window : 0, kv_rows);

@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#include "rope.h"
+
 /* gelu_tanh(x) = x/2 (1 + tanh(c (x + 0.044715 x^3))), c = sqrt(2/pi) */
 #define GELU_C 0.7978845608028654f
 #define GELU_A 0.044715f
@@ -54,6 +56,30 @@ void wisp_rmsnorm_backward_row(float *dx, const float *x, const float *w, const 
         float g = rf * (w[i] * dy[i]) - c * x[i];
         dx[i] = accumulate ? dx[i] + g : g;
     }
+}
+
+void wisp_layer_qk_rope(const wisp_kernels *k, const wisp_hparams *hp, const wisp_layer *L, float *q, float *key,
+                        const float *cs) {
+    if (L->q_norm) {
+        wisp_head_norm(k, q, hp->n_heads, hp->head_dim, L->q_norm, hp->rms_eps);
+        wisp_head_norm(k, key, hp->n_kv_heads, hp->head_dim, L->k_norm, hp->rms_eps);
+    }
+    wisp_rope_apply(q, hp->n_heads, hp->head_dim, hp->rope_dim, cs, hp->rope_neox, false);
+    wisp_rope_apply(key, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs, hp->rope_neox, false);
+}
+
+void wisp_layer_qk_rope_backward(const wisp_hparams *hp, const wisp_layer *L, float *dq, float *dk, const float *q_in,
+                                 const float *k_in, const float *cs) {
+    wisp_rope_apply(dq, hp->n_heads, hp->head_dim, hp->rope_dim, cs, hp->rope_neox, true);
+    wisp_rope_apply(dk, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs, hp->rope_neox, true);
+    if (!L->q_norm) return;
+    int32_t hd = hp->head_dim;
+    for (int32_t h = 0; h < hp->n_heads; h++) /* in place: the row's reduction is done before it is written */
+        wisp_rmsnorm_backward_row(dq + (size_t)h * hd, q_in + (size_t)h * hd, L->q_norm, dq + (size_t)h * hd, hd,
+                                  hp->rms_eps, false);
+    for (int32_t h = 0; h < hp->n_kv_heads; h++)
+        wisp_rmsnorm_backward_row(dk + (size_t)h * hd, k_in + (size_t)h * hd, L->k_norm, dk + (size_t)h * hd, hd,
+                                  hp->rms_eps, false);
 }
 
 void wisp_softcap(float *x, int64_t n, float cap) {

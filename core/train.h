@@ -158,10 +158,11 @@ void wisp_train_rmsnorm_backward(wisp_train *tr, float *dx, const float *x, cons
 void wisp_train_act_mul_rows(wisp_train *tr, float *act, const float *g, const float *u);
 /* d act -> (d g into dact, d u into act) */
 void wisp_train_act_mul_backward(wisp_train *tr, float *dact, float *act, const float *g, const float *u);
-/* The RMSNorm of each head_dim piece of n_heads heads per token row (width n_heads x head_dim), in place. */
-void wisp_train_head_norm_rows(wisp_train *tr, float *x, int32_t n_heads, const float *w);
-/* Its backward, in place on dx (which holds the gradient of the normed heads), x the input. */
-void wisp_train_head_norm_backward(wisp_train *tr, float *dx, const float *x, int32_t n_heads, const float *w);
+/* Queries [T][Q] and keys [T][KV] of a layer through its q/k norms and RoPE, in place (wisp_layer_qk_rope). */
+void wisp_train_qk_rope_rows(wisp_train *tr, int32_t layer, float *q, float *k);
+/* Its backward, in place on dq and dk; q_in, k_in its inputs (NULL without q/k norms). */
+void wisp_train_qk_rope_backward(wisp_train *tr, int32_t layer, float *dq, float *dk, const float *q_in,
+                                 const float *k_in);
 /* y = W x (+ adapter) (+ bias) for one projection of `layer`; h receives A x when adapted. */
 void wisp_train_project(wisp_train *tr, int32_t layer, int proj, const float *x, float *y, float *h,
                         const float *bias);

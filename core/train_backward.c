@@ -6,15 +6,7 @@
  * them. Work that no gradient depends on is skipped: below the lowest
  * adapted layer, and into the attention block of the lowest one when it has
  * no attention adapter. */
-#include "rope.h"
 #include "train.h"
-
-static void rope_back(wisp_train *tr, const float *table, float *x, int32_t n_heads, int32_t width) {
-    const wisp_hparams *hp = &tr->model->hp;
-    for (int32_t t = 0; t < tr->T; t++)
-        wisp_rope_apply(x + (size_t)t * width, n_heads, hp->head_dim, hp->rope_dim,
-                        table + (size_t)(t % tr->S) * hp->rope_dim, hp->rope_neox, true);
-}
 
 /* A block's output y = rmsnorm(p) w where p = W x (+ adapter): recompute p
  * into tr->po and turn dy into dp, in tr->dpo; returns the gradient the
@@ -67,16 +59,12 @@ void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) 
     wisp_train_attention_backward(tr, v, tr->dout, wisp_train_layer_windowed(tr, l) ? tr->model->hp.window : 0);
     wisp_train_from_heads(tr, tr->dkh, tr->k);
     wisp_train_from_heads(tr, tr->dvh, tr->v);
-    const float *rope = wisp_train_rope_of(tr, l);
-    rope_back(tr, rope, tr->dq, tr->H, tr->Q);
-    rope_back(tr, rope, tr->k, tr->KVH, tr->KV);
     wisp_train_rmsnorm_rows(tr, tr->xn, v->xin, W->attn_norm, T);
-    if (W->q_norm) { /* through the head norms: recompute their inputs */
+    if (W->q_norm) { /* the head norms' inputs: recomputed (A x is rewritten with the same values) */
         wisp_train_project(tr, l, WISP_PROJ_Q, tr->xn, tr->qraw, v->h[WISP_PROJ_Q], W->bias_q);
         wisp_train_project(tr, l, WISP_PROJ_K, tr->xn, tr->kraw, v->h[WISP_PROJ_K], W->bias_k);
-        wisp_train_head_norm_backward(tr, tr->dq, tr->qraw, tr->H, W->q_norm);
-        wisp_train_head_norm_backward(tr, tr->k, tr->kraw, tr->KVH, W->k_norm);
     }
+    wisp_train_qk_rope_backward(tr, l, tr->dq, tr->k, tr->qraw, tr->kraw);
     dxn = below ? tr->dxn : NULL;
     if (below) {
         wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_Q], tr->dq, T, tr->dxn, false);

@@ -52,13 +52,6 @@ static void add_rows(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
-static void rope_rows(wisp_train *tr, const float *table, float *x, int32_t n_heads, int32_t width) {
-    const wisp_hparams *hp = &tr->model->hp;
-    for (int32_t t = 0; t < tr->T; t++)
-        wisp_rope_apply(x + (size_t)t * width, n_heads, hp->head_dim, hp->rope_dim,
-                        table + (size_t)(t % tr->S) * hp->rope_dim, hp->rope_neox, false);
-}
-
 static void attention(wisp_train *tr, const train_views *v, int32_t window) {
     size_t seq_q = (size_t)tr->S * tr->Q, seq_kv = (size_t)tr->S * tr->KV;
     for (int32_t b = 0; b < tr->n_seq; b++) {
@@ -115,13 +108,7 @@ void wisp_train_forward_layer(wisp_train *tr, int32_t l, const train_views *v, t
     wisp_train_project(tr, l, WISP_PROJ_Q, tr->xn, v->q, v->h[WISP_PROJ_Q], W->bias_q);
     wisp_train_project(tr, l, WISP_PROJ_K, tr->xn, tr->k, v->h[WISP_PROJ_K], W->bias_k);
     wisp_train_project(tr, l, WISP_PROJ_V, tr->xn, tr->v, v->h[WISP_PROJ_V], W->bias_v);
-    if (W->q_norm) {
-        wisp_train_head_norm_rows(tr, v->q, tr->H, W->q_norm);
-        wisp_train_head_norm_rows(tr, tr->k, tr->KVH, W->k_norm);
-    }
-    const float *rope = wisp_train_rope_of(tr, l);
-    rope_rows(tr, rope, v->q, tr->H, tr->Q);
-    rope_rows(tr, rope, tr->k, tr->KVH, tr->KV);
+    wisp_train_qk_rope_rows(tr, l, v->q, tr->k);
     wisp_train_to_heads(tr, tr->k, v->kh);
     wisp_train_to_heads(tr, tr->v, v->vh);
     attention(tr, v, wisp_train_layer_windowed(tr, l) ? tr->model->hp.window : 0);

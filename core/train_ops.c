@@ -94,38 +94,45 @@ void wisp_train_act_mul_backward(wisp_train *tr, float *dact, float *act, const 
     wisp_train_parallel(tr, tr->T, act_backward_rows, &j);
 }
 
-/* ---- per-head norms (qwen3, gemma3 q/k) ---- */
+/* ---- queries and keys: q/k norms and RoPE (layer_ops.c) ---- */
 
-typedef struct head_norm_job {
-    const wisp_kernels *k;
-    float *x;
-    const float *in, *w;
-    int32_t n_heads, hd;
-    float eps;
-} head_norm_job;
+typedef struct qk_job {
+    wisp_train *tr;
+    const wisp_layer *L;
+    const float *table;
+    float *q, *k;
+    const float *q_in, *k_in;
+} qk_job;
 
-static void head_norm_rows(void *p, int64_t lo, int64_t hi) {
-    const head_norm_job *j = p;
-    size_t width = (size_t)j->n_heads * j->hd;
-    for (int64_t t = lo; t < hi; t++) wisp_head_norm(j->k, j->x + (size_t)t * width, j->n_heads, j->hd, j->w, j->eps);
+static void qk_rows(void *p, int64_t lo, int64_t hi) {
+    const qk_job *j = p;
+    const wisp_train *tr = j->tr;
+    const wisp_hparams *hp = &tr->model->hp;
+    for (int64_t t = lo; t < hi; t++)
+        wisp_layer_qk_rope(&tr->exec.k, hp, j->L, j->q + (size_t)t * tr->Q, j->k + (size_t)t * tr->KV,
+                           j->table + (size_t)(t % tr->S) * hp->rope_dim);
 }
 
-void wisp_train_head_norm_rows(wisp_train *tr, float *x, int32_t n_heads, const float *w) {
-    head_norm_job j = {&tr->exec.k, x, NULL, w, n_heads, tr->hd, tr->model->hp.rms_eps};
-    wisp_train_parallel(tr, tr->T, head_norm_rows, &j);
+void wisp_train_qk_rope_rows(wisp_train *tr, int32_t layer, float *q, float *k) {
+    qk_job j = {tr, &tr->model->layers[layer], wisp_train_rope_of(tr, layer), q, k, NULL, NULL};
+    wisp_train_parallel(tr, tr->T, qk_rows, &j);
 }
 
-static void head_norm_backward_rows(void *p, int64_t lo, int64_t hi) {
-    const head_norm_job *j = p;
-    for (int64_t i = lo * j->n_heads; i < hi * j->n_heads; i++) {
-        size_t at = (size_t)i * j->hd;
-        wisp_rmsnorm_backward_row(j->x + at, j->in + at, j->w, j->x + at, j->hd, j->eps, false);
-    }
+static void qk_backward_rows(void *p, int64_t lo, int64_t hi) {
+    const qk_job *j = p;
+    const wisp_train *tr = j->tr;
+    const wisp_hparams *hp = &tr->model->hp;
+    for (int64_t t = lo; t < hi; t++)
+        wisp_layer_qk_rope_backward(hp, j->L, j->q + (size_t)t * tr->Q, j->k + (size_t)t * tr->KV,
+                                    j->q_in ? j->q_in + (size_t)t * tr->Q : NULL,
+                                    j->k_in ? j->k_in + (size_t)t * tr->KV : NULL,
+                                    j->table + (size_t)(t % tr->S) * hp->rope_dim);
 }
 
-void wisp_train_head_norm_backward(wisp_train *tr, float *dx, const float *x, int32_t n_heads, const float *w) {
-    head_norm_job j = {&tr->exec.k, dx, x, w, n_heads, tr->hd, tr->model->hp.rms_eps};
-    wisp_train_parallel(tr, tr->T, head_norm_backward_rows, &j);
+void wisp_train_qk_rope_backward(wisp_train *tr, int32_t layer, float *dq, float *dk, const float *q_in,
+                                 const float *k_in) {
+    qk_job j = {tr, &tr->model->layers[layer], wisp_train_rope_of(tr, layer), dq, dk, q_in, k_in};
+    wisp_train_parallel(tr, tr->T, qk_backward_rows, &j);
 }
 
 /* ---- projections ---- */
