@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "arch.h"
 #include "gguf_write.h"
 #include "half.h"
 #include "types.h"
@@ -11,9 +12,19 @@
 
 /* From each model's published config.json. */
 static const wisp_model_shape shapes[] = {
-    {"smollm2-135m", "SmolLM2-135M", "llama", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0f, 1e-5f, true, false},
-    {"tinyllama-1.1b", "TinyLlama-1.1B", "llama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, false},
-    {"qwen2.5-0.5b", "Qwen2.5-0.5B", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, true},
+    {"smollm2-135m", "SmolLM2-135M", "llama", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0f, 1e-5f, true, false, .head_dim = 0},
+    {"tinyllama-1.1b", "TinyLlama-1.1B", "llama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, false, .head_dim = 0},
+    {"qwen2.5-0.5b", "Qwen2.5-0.5B", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, true, .head_dim = 0},
+    {"llama-3.2-1b", "Llama-3.2-1B", "llama", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, false,
+     .rope_freqs = true},
+    {"qwen3-0.6b", "Qwen3-0.6B", "qwen3", 1024, 28, 16, 8, 3072, 151936, 40960, 1000000.0f, 1e-6f, true, false,
+     .head_dim = 128},
+    {"gemma-3-270m", "Gemma-3-270M", "gemma3", 640, 18, 4, 1, 2048, 262144, 32768, 1000000.0f, 1e-6f, true, false,
+     .head_dim = 256, .window = 512, .rope_base_swa = 10000.0f},
+    {"gemma-3-1b", "Gemma-3-1B", "gemma3", 1152, 26, 4, 1, 6912, 262144, 32768, 1000000.0f, 1e-6f, true, false,
+     .head_dim = 256, .window = 512, .rope_base_swa = 10000.0f},
+    {"phi-3-mini", "Phi-3-mini-4k", "phi3", 3072, 32, 32, 32, 8192, 32064, 4096, 10000.0f, 1e-5f, false, false,
+     .window = 2047},
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
@@ -48,8 +59,27 @@ typedef struct gen_tensor {
     enum role role;
 } gen_tensor;
 
-static int n_global(const wisp_model_shape *s) { return s->tied_output ? 2 : 3; }
-static int per_layer(const wisp_model_shape *s) { return s->qkv_bias ? 12 : 9; }
+static const wisp_arch_row *row_of(const wisp_model_shape *s) {
+    const wisp_arch_row *r = wisp_arch_find(s->arch, strlen(s->arch));
+    return r ? r : wisp_arch_at(0);
+}
+
+/* The layer tensors (WISP_LT bits) of the shape's architecture. */
+static uint32_t layer_mask(const wisp_model_shape *s) {
+    const wisp_arch_row *r = row_of(s);
+    uint32_t biases = WISP_LT(BIAS_Q) | WISP_LT(BIAS_K) | WISP_LT(BIAS_V);
+    return r->required | (s->qkv_bias ? r->optional & biases : 0);
+}
+
+static int popcount32(uint32_t m) {
+    int n = 0;
+    for (; m; m &= m - 1) n++;
+    return n;
+}
+
+static int32_t head_of(const wisp_model_shape *s) { return s->head_dim ? s->head_dim : s->dim / s->n_heads; }
+static int n_global(const wisp_model_shape *s) { return 2 + !s->tied_output + s->rope_freqs; }
+static int per_layer(const wisp_model_shape *s) { return popcount32(layer_mask(s)); }
 
 static uint64_t tensor_count(const wisp_model_shape *s) {
     return (uint64_t)n_global(s) + (uint64_t)per_layer(s) * (uint64_t)s->n_layers;
@@ -57,39 +87,48 @@ static uint64_t tensor_count(const wisp_model_shape *s) {
 
 static void describe(const wisp_model_gen *g, uint64_t index, gen_tensor *t) {
     const wisp_model_shape *s = g->shape;
-    int64_t dim = s->dim, head = s->dim / s->n_heads, q_dim = head * s->n_heads, kv = head * s->n_kv_heads;
+    int64_t dim = s->dim, head = head_of(s), q_dim = head * s->n_heads, kv = head * s->n_kv_heads, ffn = s->ffn_dim;
     memset(t, 0, sizeof *t);
     if (index < (uint64_t)n_global(s)) {
-        static const char *const names[3] = {"token_embd.weight", "output_norm.weight", "output.weight"};
-        static const enum role roles[3] = {R_WEIGHT, R_NORM, R_WEIGHT};
-        wisp_format(t->name, sizeof t->name, "%s", names[index]);
-        t->role = roles[index];
-        t->cols = dim;
+        static const char *const names[4] = {"token_embd.weight", "output_norm.weight", "output.weight",
+                                             "rope_freqs.weight"};
+        int which = (int)index;
+        if (which >= 2 && s->tied_output) which++;
+        wisp_format(t->name, sizeof t->name, "%s", names[which]);
+        t->role = which == 0 || which == 2 ? R_WEIGHT : R_NORM; /* factors scatter around 1 like norms */
+        t->cols = which == 3 ? head / 2 : dim;
         t->rows = t->role == R_NORM ? 1 : g->n_vocab;
     } else {
         uint64_t k = (index - (uint64_t)n_global(s)) % (uint64_t)per_layer(s);
         int layer = (int)((index - (uint64_t)n_global(s)) / (uint64_t)per_layer(s));
-        static const struct { const char *suffix; enum role role; } plain[9] = {
-            {"attn_norm.weight", R_NORM},  {"attn_q.weight", R_WEIGHT},      {"attn_k.weight", R_WEIGHT},
-            {"attn_v.weight", R_WEIGHT},   {"attn_output.weight", R_WEIGHT}, {"ffn_norm.weight", R_NORM},
-            {"ffn_gate.weight", R_WEIGHT}, {"ffn_up.weight", R_WEIGHT},      {"ffn_down.weight", R_WEIGHT}};
-        /* with biases, each of q, k, v is followed by its bias */
-        static const int8_t biased_order[12] = {0, 1, -1, 2, -2, 3, -3, 4, 5, 6, 7, 8};
-        int8_t which = s->qkv_bias ? biased_order[k] : (int8_t)k;
-        const int64_t out_of[9] = {dim, q_dim, kv, kv, dim, dim, s->ffn_dim, s->ffn_dim, dim};
-        const int64_t in_of[9] = {dim, dim, dim, dim, q_dim, dim, dim, dim, s->ffn_dim};
-        if (which < 0) {
-            static const char *const bias[3] = {"attn_q.bias", "attn_k.bias", "attn_v.bias"};
-            wisp_format(t->name, sizeof t->name, "blk.%d.%s", layer, bias[-which - 1]);
-            t->role = R_BIAS;
-            t->cols = out_of[-which];
-            t->rows = 1;
-        } else {
-            wisp_format(t->name, sizeof t->name, "blk.%d.%s", layer, plain[which].suffix);
-            t->role = plain[which].role;
-            t->cols = in_of[which];
-            t->rows = t->role == R_NORM ? 1 : out_of[which];
+        uint32_t mask = layer_mask(s);
+        int lt = 0;
+        for (uint64_t seen = 0; lt < WISP_LT_COUNT; lt++)
+            if ((mask >> lt & 1u) && seen++ == k) break;
+        /* [input, output] of each layer tensor; vectors have output 1 */
+        int64_t in = dim, out = 1;
+        switch (lt) {
+        case WISP_LT_Q: out = q_dim; break;
+        case WISP_LT_K:
+        case WISP_LT_V: out = kv; break;
+        case WISP_LT_QKV: out = q_dim + 2 * kv; break;
+        case WISP_LT_O: in = q_dim, out = dim; break;
+        case WISP_LT_BIAS_Q: in = q_dim; break;
+        case WISP_LT_BIAS_K:
+        case WISP_LT_BIAS_V: in = kv; break;
+        case WISP_LT_Q_NORM:
+        case WISP_LT_K_NORM: in = head; break;
+        case WISP_LT_GATE:
+        case WISP_LT_UP: out = ffn; break;
+        case WISP_LT_GATE_UP: out = 2 * ffn; break;
+        case WISP_LT_DOWN: in = ffn, out = dim; break;
+        default: break;
         }
+        wisp_format(t->name, sizeof t->name, "blk.%d.%s", layer, wisp_layer_tensor_name(lt));
+        t->role = wisp_layer_tensor_is_matrix(lt) ? R_WEIGHT
+                  : (lt == WISP_LT_BIAS_Q || lt == WISP_LT_BIAS_K || lt == WISP_LT_BIAS_V) ? R_BIAS : R_NORM;
+        t->cols = in;
+        t->rows = out;
     }
     t->n_dims = t->rows == 1 && (t->role == R_NORM || t->role == R_BIAS) ? 1 : 2;
     /* the type a quantizer would give it, as `wisp quantize` decides */
@@ -119,7 +158,10 @@ int32_t wisp_model_gen_fallbacks(const wisp_model_gen *g) {
 
 #define CHUNK_BYTES ((size_t)8 << 20) /* quantized rows handed to the sink at a time */
 
-static int64_t widest_row(const wisp_model_shape *s) { return s->dim > s->ffn_dim ? s->dim : s->ffn_dim; }
+static int64_t widest_row(const wisp_model_shape *s) {
+    int64_t q = (int64_t)head_of(s) * s->n_heads, w = s->dim > s->ffn_dim ? s->dim : s->ffn_dim;
+    return q > w ? q : w;
+}
 
 static size_t row_floats_bytes(const wisp_model_gen *g) {
     return ((size_t)widest_row(g->shape) * sizeof(float) + 63) & ~(size_t)63;
@@ -241,13 +283,17 @@ wisp_status wisp_model_gen_write(const wisp_model_gen *g, wisp_sink *sink, void 
     return WISP_OK;
 }
 
-#define OWN_KV 14 /* pairs write_metadata writes itself */
+/* Pairs write_metadata writes itself: 14, plus the family's. */
+static uint64_t own_kv(const wisp_model_shape *s) {
+    return 14 + 2 * (s->head_dim != 0) + (s->window != 0) + (s->rope_base_swa != 0) + (s->attn_softcap != 0) +
+           (s->final_softcap != 0);
+}
 
 static wisp_status write_metadata(const wisp_model_gen *g, wisp_sink *s, wisp_error *err) {
     const wisp_model_shape *sh = g->shape;
     char key[80];
     wisp_status st;
-    if ((st = wisp_gguf_write_header(s, tensor_count(sh), OWN_KV + g->vocab_kv, err))) return st;
+    if ((st = wisp_gguf_write_header(s, tensor_count(sh), own_kv(sh) + g->vocab_kv, err))) return st;
     if ((st = wisp_gguf_write_kv_str(s, "general.architecture", sh->arch, err))) return st;
     if ((st = wisp_gguf_write_kv_str(s, "general.name", g->name ? g->name : sh->label, err))) return st;
     if ((st = wisp_gguf_write_kv_u32(s, "general.file_type", wisp_qtarget_file_type(&g->target), err))) return st;
@@ -259,7 +305,7 @@ static wisp_status write_metadata(const wisp_model_gen *g, wisp_sink *s, wisp_er
         {"feed_forward_length", (uint32_t)sh->ffn_dim},
         {"attention.head_count", (uint32_t)sh->n_heads},
         {"attention.head_count_kv", (uint32_t)sh->n_kv_heads},
-        {"rope.dimension_count", (uint32_t)(sh->dim / sh->n_heads)},
+        {"rope.dimension_count", (uint32_t)head_of(sh)},
         {"vocab_size", (uint32_t)g->n_vocab},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
@@ -270,6 +316,26 @@ static wisp_status write_metadata(const wisp_model_gen *g, wisp_sink *s, wisp_er
     if ((st = wisp_gguf_write_kv_f32(s, key, sh->rope_base, err))) return st;
     wisp_format(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", sh->arch);
     if ((st = wisp_gguf_write_kv_f32(s, key, sh->rms_eps, err))) return st;
+    const struct { const char *suffix; uint32_t value; } family_ints[] = {
+        {"attention.key_length", (uint32_t)sh->head_dim},
+        {"attention.value_length", (uint32_t)sh->head_dim},
+        {"attention.sliding_window", (uint32_t)sh->window},
+    };
+    for (size_t i = 0; i < sizeof family_ints / sizeof family_ints[0]; i++) {
+        if (!family_ints[i].value) continue;
+        wisp_format(key, sizeof key, "%s.%s", sh->arch, family_ints[i].suffix);
+        if ((st = wisp_gguf_write_kv_u32(s, key, family_ints[i].value, err))) return st;
+    }
+    const struct { const char *suffix; float value; } family_floats[] = {
+        {"rope.freq_base_swa", sh->rope_base_swa},
+        {"attn_logit_softcapping", sh->attn_softcap},
+        {"final_logit_softcapping", sh->final_softcap},
+    };
+    for (size_t i = 0; i < sizeof family_floats / sizeof family_floats[0]; i++) {
+        if (family_floats[i].value == 0.0f) continue;
+        wisp_format(key, sizeof key, "%s.%s", sh->arch, family_floats[i].suffix);
+        if ((st = wisp_gguf_write_kv_f32(s, key, family_floats[i].value, err))) return st;
+    }
     uint64_t before = s->written;
     if ((st = g->write_vocab(g->vocab_user, s, err))) return st;
     if (s->written == before && g->vocab_kv)

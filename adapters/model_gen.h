@@ -25,11 +25,16 @@
 typedef struct wisp_model_shape {
     const char *name;     /* "smollm2-135m" */
     const char *label;    /* "SmolLM2-135M" */
-    const char *arch;     /* GGUF general.architecture: "llama" or "qwen2" */
+    const char *arch;     /* GGUF general.architecture: a row of core/arch.c */
     int32_t dim, n_layers, n_heads, n_kv_heads, ffn_dim, n_vocab, ctx_len;
     float rope_base, rms_eps;
     bool tied_output;     /* the output projection reuses the token embedding */
-    bool qkv_bias;        /* q/k/v projections carry biases (qwen2) */
+    bool qkv_bias;        /* q/k/v projections carry biases (qwen2; optional for llama) */
+    int32_t head_dim;     /* attention.key_length when not dim / n_heads (0: dim / n_heads) */
+    int32_t window;       /* attention.sliding_window (0: none) */
+    float rope_base_swa;  /* rope.freq_base_swa of windowed layers (0: not written) */
+    float attn_softcap, final_softcap; /* gemma2's soft-caps (0: not written) */
+    bool rope_freqs;      /* a rope_freqs.weight tensor (Llama 3.x) */
 } wisp_model_shape;
 
 /* The known shapes, NULL-terminated by a zero entry; lookup by name

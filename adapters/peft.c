@@ -438,10 +438,23 @@ static wisp_status walk(const wisp_peft *p, wisp_lora_pair *pairs, int32_t *n_pa
     return WISP_OK;
 }
 
+/* Hugging Face's modules of fused architectures (phi3: qkv_proj, gate_up_proj)
+ * are not wisp's seven projections; mapping them is not implemented. */
+static wisp_status fused_refused(const wisp_hparams *base, wisp_error *err) {
+    const wisp_arch_row *r = base ? wisp_hparams_row(base) : NULL;
+    if (r && (r->required & (WISP_LT(QKV) | WISP_LT(GATE_UP))))
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED,
+                         "PEFT adapters of architecture '%s' are not supported: its Hugging Face modules are the fused "
+                         "qkv_proj and gate_up_proj (use the GGUF adapter)", r->name);
+    return WISP_OK;
+}
+
 wisp_status wisp_peft_open(wisp_peft *p, const char *config, size_t config_len, const void *st, size_t st_len,
                            const wisp_hparams *base, void *index, size_t index_bytes, wisp_error *err) {
     memset(p, 0, sizeof *p);
     if (!base) return wisp_fail(err, WISP_ERR_ARG, "reading a PEFT adapter needs the base model's hyperparameters");
+    wisp_status fs = fused_refused(base, err);
+    if (fs) return fs;
     size_t need;
     wisp_status s = wisp_peft_index_bytes(config, config_len, st, st_len, &need, err);
     if (s) return s;
@@ -519,7 +532,7 @@ static double export_alpha(const wisp_lora_pair *q, bool rslora) {
 wisp_status wisp_peft_write_config(const wisp_lora *l, const wisp_hparams *base, const char *base_model, char *buf,
                                    size_t cap, size_t *len, wisp_error *err) {
     wisp_status st = wisp_lora_validate(l, base, "adapter to export", err);
-    if (st) return st;
+    if (st || (st = fused_refused(base, err))) return st;
     if (l->n_pairs == 0) return wisp_fail(err, WISP_ERR_ARG, "the adapter has no pairs to export");
     const wisp_lora_pair *p0 = &l->pairs[0];
     const int32_t r0 = p0->rank;
@@ -633,7 +646,7 @@ static void tensor_key(const wisp_lora_pair *q, char half, char *buf, size_t cap
 wisp_status wisp_peft_write_safetensors(const wisp_lora *l, const wisp_hparams *base, void *scratch,
                                         size_t scratch_bytes, wisp_sink *sink, wisp_error *err) {
     wisp_status st = wisp_lora_validate(l, base, "adapter to export", err);
-    if (st) return st;
+    if (st || (st = fused_refused(base, err))) return st;
     if (!base) return wisp_fail(err, WISP_ERR_ARG, "PEFT export needs the base model's hyperparameters");
     size_t need = wisp_peft_export_bytes(l);
     if (scratch_bytes < need || (need && (!scratch || (uintptr_t)scratch % 8)))

@@ -45,6 +45,7 @@ int cmd_info(int argc, char **argv) {
         printf("  %-18s %s pairs, %d dims, base %g\n  %-18s %d\n  %-18s %g\n  %-18s %s\n", "rope",
                hp.rope_neox ? "half-split (NEOX)" : "adjacent", hp.rope_dim, (double)hp.rope_base, "trained context",
                hp.ctx_train, "rms epsilon", (double)hp.rms_eps, "output", hp.tied_output ? "tied to the embedding" : "separate");
+        cli_print_family(stdout, &hp);
     } else {
         printf("  (cannot run: %s)\n", err.message);
     }

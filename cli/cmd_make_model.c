@@ -117,10 +117,16 @@ static void show_progress(void *user, uint64_t done, uint64_t total) {
 static void list_shapes(FILE *out) {
     int n;
     const wisp_model_shape *s = wisp_model_shapes(&n);
-    for (int i = 0; i < n; i++)
-        fprintf(out, "  %-16s %s: %s, %d layers, dim %d, %d heads (%d kv), ffn %d, vocab %d%s%s\n", s[i].name,
-                s[i].label, s[i].arch, s[i].n_layers, s[i].dim, s[i].n_heads, s[i].n_kv_heads, s[i].ffn_dim,
-                s[i].n_vocab, s[i].tied_output ? ", tied output" : "", s[i].qkv_bias ? ", q/k/v biases" : "");
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "  %-16s %s: %s, %d layers, dim %d, %d heads (%d kv)", s[i].name, s[i].label, s[i].arch,
+                s[i].n_layers, s[i].dim, s[i].n_heads, s[i].n_kv_heads);
+        if (s[i].head_dim) fprintf(out, ", head %d", s[i].head_dim);
+        fprintf(out, ", ffn %d, vocab %d%s%s", s[i].ffn_dim, s[i].n_vocab, s[i].tied_output ? ", tied output" : "",
+                s[i].qkv_bias ? ", q/k/v biases" : "");
+        if (s[i].window) fprintf(out, ", window %d", s[i].window);
+        if (s[i].rope_freqs) fprintf(out, ", rope_freqs");
+        fputc('\n', out);
+    }
 }
 
 int cmd_make_model(int argc, char **argv) {
@@ -128,7 +134,7 @@ int cmd_make_model(int argc, char **argv) {
     uint64_t seed = 1;
     int32_t threads = 0, layers = 0;
     const cli_opt opts[] = {
-        {"like", 0, OPT_STR, &like, "SHAPE", "smollm2-135m, tinyllama-1.1b or qwen2.5-0.5b"},
+        {"like", 0, OPT_STR, &like, "SHAPE", "smollm2-135m, tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, qwen3-0.6b, gemma-3-270m, gemma-3-1b or phi-3-mini"},
         {"type", 0, OPT_STR, &type_name, "TYPE",
          "weight type: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl, or q4_k_m / q5_k_m"},
         {"output", 'o', OPT_STR, &out, "OUT.gguf", "where to write the model (replaced only on success)"},

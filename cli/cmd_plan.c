@@ -126,7 +126,10 @@ int cmd_plan(int argc, char **argv) {
     }
     if (c_header) print_plan_c_header(stdout, &plan, mo.model);
     else if (json) cli_print_plan_json(stdout, &plan);
-    else cli_print_plan(stdout, &plan);
+    else {
+        cli_print_family(stdout, &plan.hp);
+        cli_print_plan(stdout, &plan);
+    }
     cli_file_close(&f);
     return CLI_OK;
 }

@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "layer_ops.h"
+
 /* The online softmax state of one query: running maximum and denominator. */
 typedef struct softmax_state {
     float m;
@@ -24,6 +26,30 @@ static void softmax_block(const wisp_kernels *k, float *sc, int32_t nb, float *o
     k->softmax_exp(sc, nb, st->m, &st->l);
 }
 
+/* The first key a query at `pos` sees. */
+static int32_t first_key(const wisp_attention_args *a, int32_t pos) {
+    return a->window > 0 && pos + 1 > a->window ? pos + 1 - a->window : 0;
+}
+
+/* Keys from j0 on that one block takes: blocks lie at multiples of the
+ * block size whatever the first key (a window's start), so the partition,
+ * and with it every rounding, depends on positions only, never on how the
+ * prompt was cut into steps; a ring's size is a multiple of the block size
+ * (WISP_KV_RING_ALIGN), so no block straddles its wrap. */
+static int32_t block_keys(const wisp_attention_args *a, int32_t j0, int32_t n_keys) {
+    int32_t nb = a->block - j0 % a->block;
+    return n_keys - j0 < nb ? n_keys - j0 : nb;
+}
+
+/* The cache row of key j0, shortening *nb to the keys that follow it
+ * contiguously (a windowed layer's ring wraps around). */
+static int32_t key_row(const wisp_attention_args *a, int32_t j0, int32_t *nb) {
+    if (!a->kv_ring) return j0;
+    int32_t r = j0 % a->kv_ring;
+    if (*nb > a->kv_ring - r) *nb = a->kv_ring - r;
+    return r;
+}
+
 /* Keys [j0, j0+nb) for one query: score them, rescale what was accumulated
  * if the maximum grew, and add the weighted values into o. */
 static void attend_block(const wisp_attention_args *a, float *sc, const void *keys, const void *values, size_t stride,
@@ -31,6 +57,7 @@ static void attend_block(const wisp_attention_args *a, float *sc, const void *ke
     const wisp_kernels *k = a->k;
     const int32_t hd = a->head_dim;
     k->attn_scores(sc, keys, stride, kv_f16, nb, q, hd, a->scale);
+    if (a->softcap > 0) wisp_softcap(sc, nb, a->softcap);
     softmax_block(k, sc, nb, o, hd, st);
     k->attn_values(o, sc, values, stride, kv_f16, nb, hd);
 }
@@ -49,16 +76,16 @@ static void attention_per_head(const wisp_attention_args *a, int ith, int nth) {
     wisp_split((int64_t)a->n_tok * a->n_heads, ith, nth, &lo, &hi);
     for (int64_t item = lo; item < hi; item++) {
         int32_t t = (int32_t)(item / a->n_heads), h = (int32_t)(item % a->n_heads);
-        int32_t n_keys = a->pos0 + t + 1;
+        int32_t n_keys = a->pos0 + t + 1, j_lo = first_key(a, a->pos0 + t);
         const float *q = a->q + t * row + (size_t)h * hd;
         float *o = a->out + t * row + (size_t)h * hd;
         size_t head_off = (size_t)(h / group) * a->kv_stride * stride;
         const uint8_t *kb = (const uint8_t *)a->k_cache + head_off, *vb = (const uint8_t *)a->v_cache + head_off;
         memset(o, 0, (size_t)hd * sizeof(float));
         softmax_state st = {-INFINITY, 0.0};
-        for (int32_t j0 = 0; j0 < n_keys; j0 += a->block) {
-            int32_t nb = n_keys - j0 < a->block ? n_keys - j0 : a->block;
-            size_t at = (size_t)j0 * stride;
+        for (int32_t j0 = j_lo, nb; j0 < n_keys; j0 += nb) {
+            nb = block_keys(a, j0, n_keys);
+            size_t at = (size_t)key_row(a, j0, &nb) * stride;
             attend_block(a, sc, kb + at, vb + at, stride, a->kv_f16, nb, q, o, &st);
         }
         finish_query(a, o, &st, t, h);
@@ -69,7 +96,7 @@ static void attention_per_head(const wisp_attention_args *a, int ith, int nth) {
  * values start, and its query heads' outputs (zeroed) and softmax states
  * (reset), the group's heads one after the other. */
 typedef struct kv_head_item {
-    int32_t t, g, n_keys;
+    int32_t t, g, j_lo, n_keys; /* keys [j_lo, n_keys) */
     const uint8_t *kb, *vb;
     float *o0;
 } kv_head_item;
@@ -80,6 +107,7 @@ static kv_head_item kv_head_start(const wisp_attention_args *a, int64_t item, so
     it.t = (int32_t)(item / a->n_kv_heads);
     it.g = (int32_t)(item % a->n_kv_heads);
     it.n_keys = a->pos0 + it.t + 1;
+    it.j_lo = first_key(a, a->pos0 + it.t);
     const size_t head_off = (size_t)it.g * a->kv_stride * (size_t)hd * 2;
     it.kb = (const uint8_t *)a->k_cache + head_off;
     it.vb = (const uint8_t *)a->v_cache + head_off;
@@ -114,9 +142,9 @@ static void attention_grouped(const wisp_attention_args *a, int ith, int nth) {
     wisp_split((int64_t)a->n_tok * a->n_kv_heads, ith, nth, &lo, &hi);
     for (int64_t item = lo; item < hi; item++) {
         const kv_head_item it = kv_head_start(a, item, st);
-        for (int32_t j0 = 0; j0 < it.n_keys; j0 += a->block) {
-            int32_t nb = it.n_keys - j0 < a->block ? it.n_keys - j0 : a->block;
-            size_t at = (size_t)j0 * stride16;
+        for (int32_t j0 = it.j_lo, nb; j0 < it.n_keys; j0 += nb) {
+            nb = block_keys(a, j0, it.n_keys);
+            size_t at = (size_t)key_row(a, j0, &nb) * stride16;
             a->k->f16_to_f32((const uint16_t *)(const void *)(it.kb + at), kf, (int64_t)nb * hd);
             a->k->f16_to_f32((const uint16_t *)(const void *)(it.vb + at), vf, (int64_t)nb * hd);
             for (int32_t i = 0; i < group; i++) {
@@ -146,13 +174,15 @@ static void attention_fused(const wisp_attention_args *a, int ith, int nth) {
     for (int64_t item = lo; item < hi; item++) {
         const kv_head_item it = kv_head_start(a, item, st);
         const float *q0 = a->q + it.t * row + (size_t)it.g * group * hd;
-        for (int32_t j0 = 0; j0 < it.n_keys; j0 += a->block) {
-            int32_t nb = it.n_keys - j0 < a->block ? it.n_keys - j0 : a->block;
-            size_t at = (size_t)j0 * stride;
+        for (int32_t j0 = it.j_lo, nb; j0 < it.n_keys; j0 += nb) {
+            nb = block_keys(a, j0, it.n_keys);
+            size_t at = (size_t)key_row(a, j0, &nb) * stride;
             k->attn_scores_heads(sc, a->block, (const uint16_t *)(const void *)(it.kb + at), stride, nb, q0, hd, group, hd,
                                  a->scale);
-            for (int32_t i = 0; i < group; i++)
+            for (int32_t i = 0; i < group; i++) {
+                if (a->softcap > 0) wisp_softcap(sc + (size_t)i * a->block, nb, a->softcap);
                 softmax_block(k, sc + (size_t)i * a->block, nb, it.o0 + (size_t)i * hd, hd, &st[i]);
+            }
             k->attn_values_heads(it.o0, hd, sc, a->block, (const uint16_t *)(const void *)(it.vb + at), stride, nb, group,
                                  hd);
         }

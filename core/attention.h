@@ -16,10 +16,13 @@ typedef struct wisp_attention_args {
     const void *k_cache; /* [n_kv_heads][kv_stride positions][head_dim] of this layer */
     const void *v_cache;
     int32_t kv_stride;   /* positions per kv head in the cache */
+    int32_t kv_ring;     /* 0: key j sits at row j; else the cache is a ring of kv_ring rows and key j at j % kv_ring */
     int32_t kv_f16;      /* cache holds F16 instead of F32 */
     int32_t n_tok, pos0; /* query t sits at position pos0 + t and sees keys 0..pos0+t */
     int32_t n_heads, n_kv_heads, head_dim;
-    float scale;         /* 1/sqrt(head_dim) */
+    float scale;         /* 1/sqrt(head_dim), or the architecture's (hparams.attn_scale) */
+    float softcap;       /* scores s -> softcap tanh(s / softcap) before the mask (0: none) */
+    int32_t window;      /* query at position p sees keys p - window < j <= p (0: all earlier keys) */
     float *scores;       /* [nth][max(scores_rows, 1)][block] worker scratch */
     int32_t block;
     int32_t scores_rows; /* 0 or 1; wisp_attention_score_rows (the group size) lets the fused path

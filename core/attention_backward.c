@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "attention.h"
+#include "layer_ops.h"
 #include "train.h"
 
 enum { BLOCK = WISP_ATTN_BLOCK };
@@ -35,8 +36,26 @@ typedef struct attn_bwd {
     const train_views *v;
     const float *dout;
     float scale;
+    float softcap;   /* scores were soft-capped (0: not) */
+    int32_t window;  /* query s saw keys s - window < j <= s (0: all) */
     bool consistent; /* recompute lse and D from the (rounded) inputs */
 } attn_bwd;
+
+/* The first key query position s sees. */
+static int32_t first_key(const attn_bwd *a, int32_t s) { return a->window > 0 && s + 1 > a->window ? s + 1 - a->window : 0; }
+
+/* Scores of nb keys (or queries) as the forward pass saw them: scaled, then soft-capped. */
+static void scores(const attn_bwd *a, float *sc, const float *rows, size_t stride, int32_t nb, const float *x) {
+    a->tr->exec.k.attn_scores(sc, rows, stride, 0, nb, x, a->tr->hd, a->scale);
+    if (a->softcap > 0) wisp_softcap(sc, nb, a->softcap);
+}
+
+/* d(raw score) from d(capped score): the soft-cap's derivative at capped score c. */
+static float cap_grad(const attn_bwd *a, float c) {
+    if (a->softcap <= 0) return 1.0f;
+    float t = c / a->softcap;
+    return 1.0f - t * t;
+}
 
 /* worker scratch: scores, dO.V products, weights, BLOCK floats each */
 static float *scratch(const attn_bwd *a, int ith) { return a->tr->scores + (size_t)ith * 3 * BLOCK; }
@@ -50,25 +69,26 @@ static void recompute_row(const attn_bwd *a, float *sc, float *dp, int64_t t, in
     const wisp_train *tr = a->tr;
     const wisp_kernels *k = &tr->exec.k;
     int32_t b = (int32_t)(t / tr->S), n = (int32_t)(t % tr->S) + 1, g = h / (tr->H / tr->KVH), hd = tr->hd;
+    int32_t j_lo = first_key(a, n - 1);
     const float *q = a->v->q + t * tr->Q + (size_t)h * hd, *dO = a->dout + t * tr->Q + (size_t)h * hd;
     const float *kb = a->v->kh + head_row(tr, b, g, 0), *vb = a->v->vh + head_row(tr, b, g, 0);
     size_t stride = (size_t)hd * sizeof(float);
     float m = -INFINITY;
-    for (int32_t j0 = 0; j0 < n; j0 += BLOCK) {
+    for (int32_t j0 = j_lo; j0 < n; j0 += BLOCK) {
         int32_t nb = n - j0 < BLOCK ? n - j0 : BLOCK;
-        k->attn_scores(sc, kb + (size_t)j0 * hd, stride, 0, nb, q, hd, a->scale);
+        scores(a, sc, kb + (size_t)j0 * hd, stride, nb, q);
         for (int32_t j = 0; j < nb; j++) m = sc[j] > m ? sc[j] : m;
     }
     double l = 0, d = 0;
-    for (int32_t j0 = 0; j0 < n; j0 += BLOCK) {
+    for (int32_t j0 = j_lo; j0 < n; j0 += BLOCK) {
         int32_t nb = n - j0 < BLOCK ? n - j0 : BLOCK;
-        k->attn_scores(sc, kb + (size_t)j0 * hd, stride, 0, nb, q, hd, a->scale);
+        scores(a, sc, kb + (size_t)j0 * hd, stride, nb, q);
         for (int32_t j = 0; j < nb; j++) l += exp((double)(sc[j] - m));
     }
     *lse = m + (float)log(l);
-    for (int32_t j0 = 0; j0 < n; j0 += BLOCK) {
+    for (int32_t j0 = j_lo; j0 < n; j0 += BLOCK) {
         int32_t nb = n - j0 < BLOCK ? n - j0 : BLOCK;
-        k->attn_scores(sc, kb + (size_t)j0 * hd, stride, 0, nb, q, hd, a->scale);
+        scores(a, sc, kb + (size_t)j0 * hd, stride, nb, q);
         k->attn_scores(dp, vb + (size_t)j0 * hd, stride, 0, nb, dO, hd, 1.0f);
         for (int32_t j = 0; j < nb; j++) d += (double)expf(sc[j] - *lse) * dp[j];
     }
@@ -107,11 +127,11 @@ static void dq_job(void *arg, int ith, int nth) {
         const float *kb = a->v->kh + head_row(tr, b, h / group, 0), *vb = a->v->vh + head_row(tr, b, h / group, 0);
         float *dq = tr->dq + t * tr->Q + (size_t)h * hd, lse = a->v->lse[i], D = tr->dsum[i];
         memset(dq, 0, (size_t)hd * sizeof(float));
-        for (int32_t j0 = 0; j0 < n; j0 += BLOCK) {
+        for (int32_t j0 = first_key(a, n - 1); j0 < n; j0 += BLOCK) {
             int32_t nb = n - j0 < BLOCK ? n - j0 : BLOCK;
-            k->attn_scores(sc, kb + (size_t)j0 * hd, stride, 0, nb, q, hd, a->scale);
+            scores(a, sc, kb + (size_t)j0 * hd, stride, nb, q);
             k->attn_scores(dp, vb + (size_t)j0 * hd, stride, 0, nb, dO, hd, 1.0f);
-            for (int32_t j = 0; j < nb; j++) w[j] = a->scale * (expf(sc[j] - lse) * (dp[j] - D));
+            for (int32_t j = 0; j < nb; j++) w[j] = a->scale * (expf(sc[j] - lse) * (dp[j] - D)) * cap_grad(a, sc[j]);
             k->attn_values(dq, w, kb + (size_t)j0 * hd, stride, 0, nb, hd);
         }
     }
@@ -134,18 +154,20 @@ static void dkv_job(void *arg, int ith, int nth) {
         float *dk = tr->dkh + row, *dv = tr->dvh + row;
         memset(dk, 0, (size_t)hd * sizeof(float));
         memset(dv, 0, (size_t)hd * sizeof(float));
+        /* the queries that saw key j: j .. j + window - 1 */
+        int32_t s_end = a->window > 0 && tr->S - j > a->window ? j + a->window : tr->S;
         for (int32_t h = g * group; h < (g + 1) * group; h++)
-            for (int32_t s0 = j; s0 < tr->S; s0 += BLOCK) {
-                int32_t nb = tr->S - s0 < BLOCK ? tr->S - s0 : BLOCK;
+            for (int32_t s0 = j; s0 < s_end; s0 += BLOCK) {
+                int32_t nb = s_end - s0 < BLOCK ? s_end - s0 : BLOCK;
                 int64_t t0 = (int64_t)b * tr->S + s0;
                 const float *qs = a->v->q + t0 * tr->Q + (size_t)h * hd, *dOs = a->dout + t0 * tr->Q + (size_t)h * hd;
-                k->attn_scores(sc, qs, row_stride, 0, nb, kj, hd, a->scale);
+                scores(a, sc, qs, row_stride, nb, kj);
                 k->attn_scores(dp, dOs, row_stride, 0, nb, vj, hd, 1.0f);
                 for (int32_t s = 0; s < nb; s++) {
                     size_t th = (size_t)(t0 + s) * tr->H + (size_t)h;
                     float p = expf(sc[s] - a->v->lse[th]);
+                    w[s] = a->scale * (p * (dp[s] - tr->dsum[th])) * cap_grad(a, sc[s]);
                     sc[s] = p;
-                    w[s] = a->scale * (p * (dp[s] - tr->dsum[th]));
                 }
                 k->attn_values(dv, sc, dOs, row_stride, 0, nb, hd);
                 k->attn_values(dk, w, qs, row_stride, 0, nb, hd);
@@ -153,8 +175,9 @@ static void dkv_job(void *arg, int ith, int nth) {
     }
 }
 
-void wisp_train_attention_backward(wisp_train *tr, const train_views *v, const float *dout) {
-    attn_bwd a = {tr, v, dout, 1.0f / sqrtf((float)tr->hd),
+void wisp_train_attention_backward(wisp_train *tr, const train_views *v, const float *dout, int32_t window) {
+    const wisp_hparams *hp = &tr->model->hp;
+    attn_bwd a = {tr, v, dout, hp->attn_scale, hp->attn_softcap, window,
                   tr->cfg.act_type != WISP_TYPE_F32 && !tr->cfg.checkpointing};
     wisp_exec_parallel(&tr->exec, rowsum_job, &a);
     wisp_exec_parallel(&tr->exec, dq_job, &a);

@@ -34,7 +34,7 @@ static wisp_status resolve_config(const wisp_hparams *hp, const wisp_config *in,
 }
 
 /* The scratch arrays of one forward step, in carving order. */
-enum { S_X, S_XB, S_Q, S_K, S_V, S_PROJ, S_GATE, S_UP, S_ROPE, S_ATTN, S_ATTN_KV, S_COUNT };
+enum { S_X, S_XB, S_Q, S_K, S_V, S_PROJ, S_GATE, S_UP, S_ROPE, S_ROPE_SWA, S_ATTN, S_ATTN_KV, S_COUNT };
 
 static void scratch_sizes(const wisp_hparams *hp, const wisp_config *c, size_t bytes[S_COUNT]) {
     size_t T = (size_t)c->n_batch, f = sizeof(float);
@@ -49,6 +49,7 @@ static void scratch_sizes(const wisp_hparams *hp, const wisp_config *c, size_t b
     bytes[S_GATE] = wisp_bytes_of(T * (size_t)hp->ffn_dim, f);
     bytes[S_UP] = wisp_bytes_of(T * (size_t)hp->ffn_dim, f);
     bytes[S_ROPE] = wisp_bytes_of(T * (size_t)hp->rope_dim, f);
+    bytes[S_ROPE_SWA] = wisp_hparams_row(hp)->rope_base_swa ? bytes[S_ROPE] : 0;
     const bool kv_f16 = c->kv_type == WISP_TYPE_F16;
     size_t score_rows = (size_t)wisp_attention_score_rows(c->kernels, kv_f16, hp->n_heads, hp->n_kv_heads);
     bytes[S_ATTN] = wisp_bytes_of((size_t)c->threads.n_threads * WISP_ATTN_BLOCK * score_rows, f);
@@ -69,9 +70,23 @@ static size_t act_row_max(const wisp_gguf *g) {
     return best;
 }
 
+/* Cached positions of layers [0, l): the whole context per layer, or a
+ * windowed layer's ring (wisp_layer_kv_positions). */
+static size_t kv_positions_below(const wisp_hparams *hp, const wisp_config *c, int32_t l) {
+    if (hp->window <= 0) return (size_t)l * (size_t)c->n_ctx;
+    size_t n = 0;
+    for (int32_t i = 0; i < l; i++) n += (size_t)wisp_layer_kv_positions(hp, i, c->n_ctx, c->n_batch);
+    return n;
+}
+
+size_t wisp_ctx_kv_layer_offset(const wisp_ctx *ctx, int32_t l) {
+    const wisp_hparams *hp = &ctx->model.hp;
+    return kv_positions_below(hp, &ctx->cfg, l) * (size_t)hp->n_kv_heads * (size_t)hp->head_dim * ctx->kv_elem_bytes;
+}
+
 static size_t kv_bytes(const wisp_hparams *hp, const wisp_config *c) {
     size_t elem = c->kv_type == WISP_TYPE_F16 ? 2 : 4;
-    size_t n = (size_t)hp->n_layers * (size_t)hp->n_kv_heads * (size_t)c->n_ctx * (size_t)hp->head_dim;
+    size_t n = kv_positions_below(hp, c, hp->n_layers) * (size_t)hp->n_kv_heads * (size_t)hp->head_dim;
     return wisp_bytes_of(n, elem);
 }
 
@@ -153,9 +168,10 @@ wisp_status wisp_init(wisp_ctx **out, const wisp_gguf *g, const wisp_config *cfg
     size_t sb[S_COUNT];
     scratch_sizes(hp, c, sb);
     float **slots[S_COUNT] = {&ctx->s.x, &ctx->s.xb, &ctx->s.q, &ctx->s.k, &ctx->s.v, &ctx->s.proj,
-                              &ctx->s.gate, &ctx->s.up, &ctx->s.rope, &ctx->s.attn, &ctx->s.attn_kv};
+                              &ctx->s.gate, &ctx->s.up, &ctx->s.rope, &ctx->s.rope_swa, &ctx->s.attn, &ctx->s.attn_kv};
     for (int i = 0; i < S_COUNT; i++) *slots[i] = (float *)wisp_arena_alloc(&a, sb[i], WISP_PART_SCRATCH);
     if (!sb[S_ATTN_KV]) ctx->s.attn_kv = NULL; /* attention converts per head */
+    if (!sb[S_ROPE_SWA]) ctx->s.rope_swa = NULL; /* every layer rotates with the one base */
     wisp_exec_setup(&ctx->exec, c->kernels, &c->threads);
     ctx->exec.act_bytes = wisp_bytes_of((size_t)c->n_batch, act_row_max(g));
     ctx->exec.act = (uint8_t *)wisp_arena_alloc(&a, ctx->exec.act_bytes, WISP_PART_SCRATCH);
@@ -185,7 +201,17 @@ int32_t wisp_n_past(const wisp_ctx *ctx) { return ctx->n_past; }
 int32_t wisp_last_step_tokens(const wisp_ctx *ctx) { return ctx->last_step; }
 
 void wisp_rewind(wisp_ctx *ctx, int32_t n) {
-    if (n >= 0 && n < ctx->n_past) ctx->n_past = n;
+    if (n >= 0 && n < ctx->n_past) {
+        /* a windowed layer's ring holds positions [n_past - ring, n_past); the
+         * next query, at n, needs those from n - window + 1 on */
+        const wisp_hparams *hp = &ctx->model.hp;
+        for (int32_t l = 0; l < hp->n_layers && n > 0; l++) {
+            int32_t ring = wisp_layer_kv_positions(hp, l, ctx->cfg.n_ctx, ctx->cfg.n_batch);
+            int32_t need = n - hp->window + 1 > 0 ? n - hp->window + 1 : 0;
+            if (ring < ctx->cfg.n_ctx && need < ctx->n_past - ring) n = 0; /* overwritten: start afresh */
+        }
+        ctx->n_past = n;
+    }
     ctx->last_step = 0;
 }
 

@@ -17,12 +17,14 @@ typedef struct wisp_scratch {
     float *gate;   /* [n_batch][ffn_dim] */
     float *up;     /* [n_batch][ffn_dim] */
     float *rope;   /* [n_batch][rope_dim] cos,sin pairs for each position */
+    float *rope_swa; /* the same for windowed layers with their own base (gemma3), else NULL */
     float *attn;   /* [n_threads][1 or the heads per kv head (wisp_attention_fused)][WISP_ATTN_BLOCK] attention
                     * scores per worker */
     float *attn_kv; /* [n_threads][2][WISP_ATTN_BLOCK][head_dim] an F16 cache's block in F32 (grouped attention) */
 } wisp_scratch;
 
 #define WISP_ATTN_BLOCK 64 /* keys scored at a time by the online softmax */
+_Static_assert(WISP_KV_RING_ALIGN % WISP_ATTN_BLOCK == 0, "a KV ring must hold whole blocks of keys");
 
 struct wisp_ctx {
     wisp_model model;
@@ -31,7 +33,8 @@ struct wisp_ctx {
     wisp_tokenizer tok;
     wisp_scratch s;
     int32_t q_dim, kv_dim;
-    /* KV cache, [layer][kv_head][position][head_dim] in cfg.kv_type */
+    /* KV cache, [layer][kv_head][position][head_dim] in cfg.kv_type; a
+     * windowed layer holds a ring of wisp_layer_kv_positions rows per head */
     void *k_cache, *v_cache;
     size_t kv_elem_bytes;
     int32_t n_past;
@@ -46,6 +49,9 @@ struct wisp_ctx {
 
 /* Row `id` of the token embedding as floats (any weight type). */
 void wisp_embed_row(const wisp_exec *e, const wisp_weight *w, int32_t id, float *out);
+
+/* Byte offset of layer l's keys (and values) in k_cache (v_cache). */
+size_t wisp_ctx_kv_layer_offset(const wisp_ctx *ctx, int32_t l);
 
 /* One forward step over n <= n_batch tokens at positions n_past.. . */
 wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_error *err);

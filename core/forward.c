@@ -1,13 +1,17 @@
-/* One forward step of a llama / qwen2 model over a batch of tokens:
- * embeddings, then per layer RMSNorm -> q,k,v (+bias) -> RoPE -> KV cache ->
- * flash attention -> output projection + residual -> RMSNorm -> SwiGLU FFN +
- * residual; then the final norm and the logits. */
+/* One forward step of a model of the architecture table over a batch of
+ * tokens: embeddings (x sqrt(dim) for gemma), then per layer RMSNorm ->
+ * q,k,v (+bias) -> per-head q/k norms (qwen3, gemma3) -> RoPE -> KV cache ->
+ * flash attention (windowed, soft-capped where the family says) -> output
+ * projection (-> post-norm) + residual -> RMSNorm -> gated FFN (SiLU or
+ * GELU-tanh) (-> post-norm) + residual; then the final norm, the logits and
+ * their soft-cap. Each variant costs nothing where the family lacks it. */
 #include <math.h>
 #include <string.h>
 
 #include "attention.h"
 #include "context.h"
 #include "half.h"
+#include "layer_ops.h"
 #include "rope.h"
 
 /* Row `id` of the token embedding as floats (any weight type). */
@@ -31,15 +35,17 @@ static void add_bias(float *y, const float *b, int32_t n_rows, int32_t n) {
         for (int32_t i = 0; i < n; i++) y[(size_t)t * n + i] += b[i];
 }
 
-/* Copy this step's keys and values into the cache, per kv head. */
-static void store_kv(wisp_ctx *ctx, int32_t layer, int32_t T) {
+/* Copy this step's keys and values into the cache, per kv head; `rows` is
+ * the layer's positions per head (a ring when fewer than n_ctx). */
+static void store_kv(wisp_ctx *ctx, int32_t layer, int32_t T, int32_t rows) {
     const wisp_hparams *hp = &ctx->model.hp;
     int32_t hd = hp->head_dim;
-    size_t elem = ctx->kv_elem_bytes;
+    size_t elem = ctx->kv_elem_bytes, layer_off = wisp_ctx_kv_layer_offset(ctx, layer);
     for (int32_t h = 0; h < hp->n_kv_heads; h++) {
-        size_t head = ((size_t)layer * hp->n_kv_heads + h) * (size_t)ctx->cfg.n_ctx;
+        size_t head = (size_t)h * (size_t)rows;
         for (int32_t t = 0; t < T; t++) {
-            size_t off = (head + (size_t)(ctx->n_past + t)) * hd * elem;
+            int32_t pos = ctx->n_past + t;
+            size_t off = layer_off + (head + (size_t)(rows < ctx->cfg.n_ctx ? pos % rows : pos)) * hd * elem;
             const float *ks = ctx->s.k + (size_t)t * ctx->kv_dim + (size_t)h * hd;
             const float *vs = ctx->s.v + (size_t)t * ctx->kv_dim + (size_t)h * hd;
             uint8_t *kd = (uint8_t *)ctx->k_cache + off, *vd = (uint8_t *)ctx->v_cache + off;
@@ -54,24 +60,26 @@ static void store_kv(wisp_ctx *ctx, int32_t layer, int32_t T) {
     }
 }
 
-static void attention(wisp_ctx *ctx, int32_t layer, int32_t T) {
+static void attention(wisp_ctx *ctx, int32_t layer, int32_t T, int32_t window, int32_t rows) {
     const wisp_hparams *hp = &ctx->model.hp;
-    size_t head_bytes = (size_t)ctx->cfg.n_ctx * hp->head_dim * ctx->kv_elem_bytes;
-    size_t layer_off = (size_t)layer * hp->n_kv_heads * head_bytes;
+    size_t layer_off = wisp_ctx_kv_layer_offset(ctx, layer);
     wisp_attention_args a = {
         .k = &ctx->exec.k,
         .q = ctx->s.q,
         .out = ctx->s.xb,
         .k_cache = (const uint8_t *)ctx->k_cache + layer_off,
         .v_cache = (const uint8_t *)ctx->v_cache + layer_off,
-        .kv_stride = ctx->cfg.n_ctx,
+        .kv_stride = rows,
+        .kv_ring = rows < ctx->cfg.n_ctx ? rows : 0,
         .kv_f16 = ctx->kv_elem_bytes == 2,
         .n_tok = T,
         .pos0 = ctx->n_past,
         .n_heads = hp->n_heads,
         .n_kv_heads = hp->n_kv_heads,
         .head_dim = hp->head_dim,
-        .scale = 1.0f / sqrtf((float)hp->head_dim),
+        .scale = hp->attn_scale,
+        .softcap = hp->attn_softcap,
+        .window = window,
         .scores = ctx->s.attn,
         .block = WISP_ATTN_BLOCK,
         .scores_rows = wisp_attention_score_rows(&ctx->exec.k, ctx->kv_elem_bytes == 2, hp->n_heads, hp->n_kv_heads),
@@ -151,7 +159,14 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
         return wisp_fail(err, WISP_ERR_INTERNAL, "forward step of %d tokens does not fit", T);
 
     for (int32_t t = 0; t < T; t++) wisp_embed_row(e, &m->tok_embd, tokens[t], s->x + (size_t)t * dim);
-    wisp_rope_table(s->rope, ctx->n_past, T, hp->rope_dim, hp->rope_base);
+    if (hp->embed_scale != 1.0f) e->k.scale_f32(s->x, hp->embed_scale, (int64_t)T * dim);
+    const wisp_rope_spec rope = wisp_rope_spec_of(m, ctx->cfg.n_ctx, false);
+    wisp_rope_table(s->rope, ctx->n_past, T, &rope);
+    if (s->rope_swa) {
+        const wisp_rope_spec rope_swa = wisp_rope_spec_of(m, ctx->cfg.n_ctx, true);
+        wisp_rope_table(s->rope_swa, ctx->n_past, T, &rope_swa);
+    }
+    const wisp_activation act = wisp_hparams_row(hp)->act;
 
     wisp_status st;
     const int32_t pos = ctx->n_past;
@@ -164,25 +179,27 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
         add_bias(s->q, L->bias_q, T, q_dim);
         add_bias(s->k, L->bias_k, T, kv_dim);
         add_bias(s->v, L->bias_v, T, kv_dim);
-        for (int32_t t = 0; t < T; t++) {
-            const float *cs = s->rope + (size_t)t * hp->rope_dim;
-            wisp_rope_apply(s->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs, hp->rope_neox, false);
-            wisp_rope_apply(s->k + (size_t)t * kv_dim, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs, hp->rope_neox,
-                            false);
-        }
-        store_kv(ctx, l, T);
-        attention(ctx, l, T);
+        const bool windowed = wisp_layer_windowed(hp, l);
+        const float *rope_table = windowed && s->rope_swa ? s->rope_swa : s->rope;
+        for (int32_t t = 0; t < T; t++)
+            wisp_layer_qk_rope(&e->k, hp, L, s->q + (size_t)t * q_dim, s->k + (size_t)t * kv_dim,
+                               rope_table + (size_t)t * hp->rope_dim);
+        const int32_t kv_rows = wisp_layer_kv_positions(hp, l, ctx->cfg.n_ctx, ctx->cfg.n_batch);
+        store_kv(ctx, l, T, kv_rows);
+        attention(ctx, l, T, windowed ? hp->window : 0, kv_rows);
         if ((st = finite_or_fail(s->xb, T, q_dim, l, "attn_output", pos, err))) return st;
         project(ctx, l, 1, (const int[]){WISP_PROJ_O}, s->xb, q_dim, T, &s->proj, &dim);
+        if (L->post_attn_norm) norm_rows(e, s->proj, s->proj, L->post_attn_norm, T, dim, hp->rms_eps);
         add_rows(s->x, s->proj, T, dim);
 
         norm_rows(e, s->xb, s->x, L->ffn_norm, T, dim, hp->rms_eps);
         if ((st = finite_or_fail(s->xb, T, dim, l, "ffn_gate", pos, err))) return st;
         project(ctx, l, 2, (const int[]){WISP_PROJ_GATE, WISP_PROJ_UP}, s->xb, dim, T, (float *const[]){s->gate, s->up},
                 (const int32_t[]){ffn, ffn});
-        for (int32_t t = 0; t < T; t++) e->k.silu_mul(s->gate + (size_t)t * ffn, s->up + (size_t)t * ffn, ffn);
+        for (int32_t t = 0; t < T; t++) wisp_act_mul(&e->k, act, s->gate + (size_t)t * ffn, s->up + (size_t)t * ffn, ffn);
         if ((st = finite_or_fail(s->gate, T, ffn, l, "ffn_down", pos, err))) return st;
         project(ctx, l, 1, (const int[]){WISP_PROJ_DOWN}, s->gate, ffn, T, &s->proj, &dim);
+        if (L->post_ffn_norm) norm_rows(e, s->proj, s->proj, L->post_ffn_norm, T, dim, hp->rms_eps);
         add_rows(s->x, s->proj, T, dim);
     }
 
@@ -191,6 +208,7 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
     norm_rows(e, s->xb, s->x + (size_t)first * dim, m->output_norm, n_out, dim, hp->rms_eps);
     if ((st = finite_or_fail(s->xb, n_out, dim, -1, "output.weight", pos + first, err))) return st;
     wisp_exec_matmul(e, &m->output, s->xb, dim, n_out, ctx->logits, hp->n_vocab);
+    if (hp->final_softcap > 0) wisp_softcap(ctx->logits, (int64_t)n_out * hp->n_vocab, hp->final_softcap);
     if ((st = finite_or_fail(ctx->logits, n_out, hp->n_vocab, -1, NULL, pos + first, err))) return st;
     ctx->n_past += T;
     ctx->last_step = T;

@@ -7,11 +7,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arch.h"
 #include "arena.h"
 #include "gguf.h"
 #include "status.h"
 
-typedef enum wisp_arch { WISP_ARCH_LLAMA, WISP_ARCH_QWEN2 } wisp_arch;
+/* Rows of the architecture table (arch.c), in its order. */
+typedef enum wisp_arch {
+    WISP_ARCH_LLAMA, WISP_ARCH_QWEN2, WISP_ARCH_QWEN3, WISP_ARCH_GEMMA2, WISP_ARCH_GEMMA3, WISP_ARCH_PHI3
+} wisp_arch;
 
 typedef struct wisp_hparams {
     wisp_arch arch;
@@ -28,7 +32,30 @@ typedef struct wisp_hparams {
     float rms_eps;
     bool rope_neox;     /* rotate (i, i+d/2) pairs instead of (2i, 2i+1) */
     bool tied_output;   /* the output projection is the token embedding */
+    /* RoPE scaling: theta_i = pos * freq_scale * base^(-2i/rope_dim) / factor_i, and
+     * cos, sin multiplied by attn_factor (factors: rope_freqs / rope_factors_*) */
+    float rope_freq_scale;  /* linear scaling (1: none) */
+    float rope_attn_factor; /* LongRoPE magnitude scale (1: none) */
+    int32_t rope_orig_ctx;  /* LongRoPE: the long factors apply iff n_ctx exceeds this */
+    float rope_base_swa;    /* base of windowed layers (rope_base unless the row has its own) */
+    int32_t window;         /* sliding window of the windowed layers (0: none) */
+    int32_t window_pattern; /* WISP_WINDOW_PATTERN: layer l windowed iff l % pattern < pattern - 1 */
+    float attn_softcap;     /* scores s -> c tanh(s / c) before the mask (0: none) */
+    float final_softcap;    /* logits likewise (0: none) */
+    float attn_scale;       /* scores are q.k * attn_scale */
+    float embed_scale;      /* the embedding row is multiplied by it (1 or sqrt(dim)) */
 } wisp_hparams;
+
+/* The architecture row of hp (never NULL for hparams that were read). */
+const wisp_arch_row *wisp_hparams_row(const wisp_hparams *hp);
+/* Whether layer l attends through the sliding window. */
+bool wisp_layer_windowed(const wisp_hparams *hp, int32_t l);
+/* Positions of layer l's KV cache for a context of n_ctx: the whole context,
+ * or for a windowed layer a ring of window - 1 + n_batch positions, rounded
+ * up to a multiple of WISP_KV_RING_ALIGN (attention's key block, so that no
+ * block of keys straddles the ring's wrap). */
+#define WISP_KV_RING_ALIGN 64
+int32_t wisp_layer_kv_positions(const wisp_hparams *hp, int32_t l, int32_t n_ctx, int32_t n_batch);
 
 /* A 2-D weight: y[rows] = W x[cols], rows stored `row_bytes` apart. */
 typedef struct wisp_weight {
@@ -54,11 +81,26 @@ const char *wisp_proj_hf_name(int proj);
 /* Accepts either naming; -1 if unknown. */
 int wisp_proj_from_name(const char *name, size_t len);
 
+/* The vectors of a layer (norms, biases); NULL where the architecture has none. */
+enum {
+    WISP_VEC_ATTN_NORM, WISP_VEC_FFN_NORM, WISP_VEC_BIAS_Q, WISP_VEC_BIAS_K, WISP_VEC_BIAS_V,
+    WISP_VEC_Q_NORM, WISP_VEC_K_NORM, WISP_VEC_POST_ATTN_NORM, WISP_VEC_POST_FFN_NORM, WISP_VEC_COUNT
+};
+
+/* Length of layer vector v for hp. */
+int64_t wisp_layer_vec_len(const wisp_hparams *hp, int v);
+
 typedef struct wisp_layer {
-    const float *attn_norm;       /* [dim] */
-    wisp_weight proj[WISP_PROJ_COUNT];
-    const float *bias_q, *bias_k, *bias_v; /* qwen2 only: [n_heads*head_dim], [kv_dim], [kv_dim] */
-    const float *ffn_norm;        /* [dim] */
+    wisp_weight proj[WISP_PROJ_COUNT]; /* fused tensors (phi3) are split into row ranges */
+    union {
+        struct {
+            const float *attn_norm, *ffn_norm; /* [dim] */
+            const float *bias_q, *bias_k, *bias_v; /* [n_heads*head_dim], [kv_dim], [kv_dim] */
+            const float *q_norm, *k_norm;      /* [head_dim], applied to each head before RoPE */
+            const float *post_attn_norm, *post_ffn_norm; /* [dim], on a block's output before the residual add */
+        };
+        const float *vec[WISP_VEC_COUNT];
+    };
 } wisp_layer;
 
 typedef struct wisp_model {
@@ -67,6 +109,8 @@ typedef struct wisp_model {
     wisp_weight tok_embd;    /* rows = n_vocab, cols = dim */
     wisp_weight output;      /* rows = n_vocab, cols = dim (the embedding when tied) */
     const float *output_norm;/* [dim] */
+    const float *rope_freqs; /* [rope_dim/2] Llama 3.x frequency factors, or NULL */
+    const float *rope_long, *rope_short; /* [rope_dim/2] LongRoPE factors, or NULL */
     wisp_layer *layers;      /* [n_layers], carved from the arena */
 } wisp_model;
 
@@ -81,5 +125,13 @@ wisp_status wisp_model_init(wisp_model *m, const wisp_gguf *g, wisp_arena *arena
 
 /* Human-readable architecture name. */
 const char *wisp_arch_name(wisp_arch a);
+
+/* The RoPE frequency factors a context of n_ctx positions uses (NULL: none). */
+const float *wisp_model_rope_factors(const wisp_model *m, int32_t n_ctx);
+
+/* Where projection `proj` of a layer lies: its tensor's name suffix and first
+ * row there (fused tensors hold several), and its shape. */
+void wisp_proj_source(const wisp_hparams *hp, int proj, const char **suffix, int64_t *row0, int64_t *rows,
+                      int64_t *cols);
 
 #endif

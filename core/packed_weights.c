@@ -4,15 +4,15 @@
 
 #include "status.h"
 
-/* The vectors a forward step reads (norms, biases) are copied next to the
- * packed weights: the platform may let the file's pages around packed
- * weights go (wisp_config.weight_packed), and reading a vector there maps
- * back the whole page-cache piece around it, 2 MiB on Linux, which for
+/* The vectors a forward step reads (norms, biases, RoPE factors) are copied
+ * next to the packed weights: the platform may let the file's pages around
+ * packed weights go (wisp_config.weight_packed), and reading a vector there
+ * maps back the whole page-cache piece around it, 2 MiB on Linux, which for
  * SmolLM2-135M's 2 MiB layers brought nearly all of them back (bench peak
  * RSS 158 MiB against 86 MiB in place). They are about 0.1% of a model. */
-static const char *const layer_vectors[] = {"attn_norm.weight", "ffn_norm.weight", "attn_q.bias", "attn_k.bias",
-                                            "attn_v.bias"};
-#define N_LAYER_VECTORS (int)(sizeof layer_vectors / sizeof layer_vectors[0])
+static const char *const global_vectors[] = {"output_norm.weight", "rope_freqs.weight", "rope_factors_long.weight",
+                                             "rope_factors_short.weight"};
+#define N_GLOBAL_VECTORS (int)(sizeof global_vectors / sizeof global_vectors[0])
 
 static size_t vector_size(const wisp_gguf *g, const char *name) {
     wisp_gguf_tensor t;
@@ -25,25 +25,33 @@ static size_t packed_size(const wisp_kernels *k, int64_t type, int64_t rows, int
     return wisp_arena_round(k->packing[type].bytes(rows, cols));
 }
 
-static size_t tensor_packed_size(const wisp_gguf *g, const char *name, const wisp_kernels *k) {
+/* Projection p of layer l as the model will see it (a fused tensor's rows). */
+static size_t proj_packed_size(const wisp_gguf *g, const wisp_hparams *hp, int l, int p, const wisp_kernels *k) {
+    const char *suffix;
+    int64_t row0, rows, cols;
+    wisp_proj_source(hp, p, &suffix, &row0, &rows, &cols);
+    char name[96];
+    wisp_format(name, sizeof name, "blk.%d.%s.weight", l, suffix);
     wisp_gguf_tensor t;
     if (!wisp_gguf_find_tensor(g, name, &t) || t.n_dims > 2) return 0; /* init reports what is wrong */
-    return packed_size(k, (int64_t)t.type, t.ne[1], t.ne[0]);
+    return packed_size(k, (int64_t)t.type, rows, cols);
 }
 
 size_t wisp_packed_weights_plan(const wisp_gguf *g, const wisp_hparams *hp, const wisp_kernels *k) {
-    size_t total = tensor_packed_size(g, hp->tied_output ? "token_embd.weight" : "output.weight", k);
+    wisp_gguf_tensor t;
+    size_t total = 0;
+    if (wisp_gguf_find_tensor(g, hp->tied_output ? "token_embd.weight" : "output.weight", &t) && t.n_dims <= 2)
+        total = packed_size(k, (int64_t)t.type, t.ne[1], t.ne[0]);
+    for (int l = 0; l < hp->n_layers; l++)
+        for (int p = 0; p < WISP_PROJ_COUNT; p++) total = wisp_bytes_add(total, proj_packed_size(g, hp, l, p, k));
+    if (!total) return 0;
+    for (int v = 0; v < N_GLOBAL_VECTORS; v++) total = wisp_bytes_add(total, vector_size(g, global_vectors[v]));
+    const wisp_arch_row *row = wisp_hparams_row(hp);
     char name[96];
     for (int l = 0; l < hp->n_layers; l++)
-        for (int p = 0; p < WISP_PROJ_COUNT; p++) {
-            wisp_format(name, sizeof name, "blk.%d.%s.weight", l, wisp_proj_gguf_name(p));
-            total = wisp_bytes_add(total, tensor_packed_size(g, name, k));
-        }
-    if (!total) return 0;
-    total = wisp_bytes_add(total, vector_size(g, "output_norm.weight"));
-    for (int l = 0; l < hp->n_layers; l++)
-        for (int v = 0; v < N_LAYER_VECTORS; v++) {
-            wisp_format(name, sizeof name, "blk.%d.%s", l, layer_vectors[v]);
+        for (int lt = 0; lt < WISP_LT_COUNT; lt++) {
+            if (wisp_layer_tensor_is_matrix(lt) || !((row->required | row->optional) >> lt & 1u)) continue;
+            wisp_format(name, sizeof name, "blk.%d.%s", l, wisp_layer_tensor_name(lt));
             total = wisp_bytes_add(total, vector_size(g, name));
         }
     return total;
@@ -99,15 +107,11 @@ void wisp_packed_weights_make(wisp_model *m, const wisp_exec *e, wisp_arena *a,
     /* the vectors first: read after `done` has let the pages around them go,
      * they would bring those pages back */
     const wisp_hparams *hp = &m->hp;
-    const int64_t q_dim = (int64_t)hp->n_heads * hp->head_dim, kv_dim = (int64_t)hp->n_kv_heads * hp->head_dim;
     copy_vector(&m->output_norm, hp->dim, a);
-    for (int l = 0; l < hp->n_layers; l++) { /* in layer_vectors' order */
-        wisp_layer *L = &m->layers[l];
-        copy_vector(&L->attn_norm, hp->dim, a);
-        copy_vector(&L->ffn_norm, hp->dim, a);
-        copy_vector(&L->bias_q, q_dim, a);
-        copy_vector(&L->bias_k, kv_dim, a);
-        copy_vector(&L->bias_v, kv_dim, a);
-    }
+    copy_vector(&m->rope_freqs, hp->rope_dim / 2, a);
+    copy_vector(&m->rope_long, hp->rope_dim / 2, a);
+    copy_vector(&m->rope_short, hp->rope_dim / 2, a);
+    for (int l = 0; l < hp->n_layers; l++)
+        for (int v = 0; v < WISP_VEC_COUNT; v++) copy_vector(&m->layers[l].vec[v], wisp_layer_vec_len(hp, v), a);
     for (int i = 0; i < n_weights; i++) pack_weight(product_weight(m, i), e, a, done, user);
 }

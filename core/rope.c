@@ -3,15 +3,26 @@
 #include <math.h>
 #include <stddef.h>
 
-void wisp_rope_table(float *table, int32_t pos0, int32_t n_pos, int32_t rope_dim, float base) {
-    int32_t half = rope_dim / 2;
+wisp_rope_spec wisp_rope_spec_of(const wisp_model *m, int32_t n_ctx, bool windowed) {
+    const wisp_hparams *hp = &m->hp;
+    /* gemma3's local layers keep their own base and no linear scaling (the
+     * 4B-27B checkpoints scale only the global layers, as llama.cpp does) */
+    bool local = windowed && wisp_hparams_row(hp)->rope_base_swa;
+    wisp_rope_spec r = {hp->rope_dim, local ? hp->rope_base_swa : hp->rope_base, local ? 1.0f : hp->rope_freq_scale,
+                        hp->rope_attn_factor, wisp_model_rope_factors(m, n_ctx)};
+    return r;
+}
+
+void wisp_rope_table(float *table, int32_t pos0, int32_t n_pos, const wisp_rope_spec *r) {
+    int32_t half = r->dim / 2;
     for (int32_t i = 0; i < half; i++) {
         /* in double: positions reach the thousands and the angle must stay exact to ~1e-7 */
-        double freq = pow((double)base, -2.0 * i / rope_dim);
+        double freq = pow((double)r->base, -2.0 * i / r->dim) * (double)r->freq_scale;
+        if (r->factors) freq /= (double)r->factors[i];
         for (int32_t t = 0; t < n_pos; t++) {
             double a = (double)(pos0 + t) * freq;
-            table[(size_t)t * rope_dim + 2 * i] = (float)cos(a);
-            table[(size_t)t * rope_dim + 2 * i + 1] = (float)sin(a);
+            table[(size_t)t * r->dim + 2 * i] = (float)(cos(a) * (double)r->attn_factor);
+            table[(size_t)t * r->dim + 2 * i + 1] = (float)(sin(a) * (double)r->attn_factor);
         }
     }
 }

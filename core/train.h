@@ -78,6 +78,9 @@ typedef struct wisp_train {
     float *logits;   /* [loss_chunk][V] */
     double *tok_loss;/* [T] cross-entropy per target */
     float *rope;     /* [S][rope_dim] */
+    float *rope_swa; /* [S][rope_dim] of windowed layers with their own base (gemma3), else NULL */
+    float *qraw, *kraw; /* [T][Q], [T][KV] q and k before their head norms (qwen3, gemma3), else NULL */
+    float *po, *dpo; /* [T][D] a block's output before its post-norm and its gradient (gemma), else NULL */
     float *scores;   /* [n_threads][3 * WISP_ATTN_BLOCK] attention scores, dO.V products, weights */
     float *tile;     /* [n_threads][backward_tile] dequantized weight tiles (matmul_t.h) */
     float *tile_out; /* [n_threads][tile_out_floats] their products */
@@ -108,8 +111,12 @@ wisp_status wisp_train_carve(wisp_ctx *ctx, const wisp_gguf *g, wisp_arena *a, s
 /* ---- train_forward.c ---- */
 typedef enum train_pass { TRAIN_PASS_SAVE, TRAIN_PASS_EVAL, TRAIN_PASS_RECOMPUTE } train_pass;
 void wisp_train_views_of(wisp_train *tr, int32_t layer, train_views *v);
-/* Embeddings of the micro-step's tokens into layer 0's input view. */
+/* Embeddings of the micro-step's tokens into layer 0's input view (scaled
+ * as the family says). */
 void wisp_train_embed(wisp_train *tr);
+/* Whether layer l attends through the sliding window, and its RoPE table. */
+bool wisp_train_layer_windowed(const wisp_train *tr, int32_t l);
+const float *wisp_train_rope_of(const wisp_train *tr, int32_t l);
 /* One layer forward on views v; TRAIN_PASS_SAVE also stores what the
  * backward pass needs when the views are not the saved arrays themselves. */
 void wisp_train_forward_layer(wisp_train *tr, int32_t layer, const train_views *v, train_pass pass);
@@ -138,7 +145,7 @@ void wisp_train_lora_backward(wisp_train *tr, int32_t pair, int32_t layer, const
 /* ---- attention_backward.c ---- */
 /* dq (token-major) and dkh/dvh (per kv head) of causal attention for the
  * micro-step's sequences, recomputing probabilities from the saved lse. */
-void wisp_train_attention_backward(wisp_train *tr, const train_views *v, const float *dout);
+void wisp_train_attention_backward(wisp_train *tr, const train_views *v, const float *dout, int32_t window);
 
 /* ---- train_ops.c: small row operations, threaded over tokens ---- */
 /* fn(arg, lo, hi) over [0, n) split between the workers. */
@@ -147,9 +154,15 @@ void wisp_train_rmsnorm_rows(wisp_train *tr, float *y, const float *x, const flo
 /* dx += RMSNorm'(x, w)^T dy (dx may be NULL: then dx = ... is written into `out`) */
 void wisp_train_rmsnorm_backward(wisp_train *tr, float *dx, const float *x, const float *w, const float *dy,
                                  int32_t n_rows, bool accumulate);
-void wisp_train_silu_mul_rows(wisp_train *tr, float *act, const float *g, const float *u);
+/* act = act_fn(g) * u with the family's activation (SiLU or GELU-tanh) */
+void wisp_train_act_mul_rows(wisp_train *tr, float *act, const float *g, const float *u);
 /* d act -> (d g into dact, d u into act) */
-void wisp_train_swiglu_backward(wisp_train *tr, float *dact, float *act, const float *g, const float *u);
+void wisp_train_act_mul_backward(wisp_train *tr, float *dact, float *act, const float *g, const float *u);
+/* Queries [T][Q] and keys [T][KV] of a layer through its q/k norms and RoPE, in place (wisp_layer_qk_rope). */
+void wisp_train_qk_rope_rows(wisp_train *tr, int32_t layer, float *q, float *k);
+/* Its backward, in place on dq and dk; q_in, k_in its inputs (NULL without q/k norms). */
+void wisp_train_qk_rope_backward(wisp_train *tr, int32_t layer, float *dq, float *dk, const float *q_in,
+                                 const float *k_in);
 /* y = W x (+ adapter) (+ bias) for one projection of `layer`; h receives A x when adapted. */
 void wisp_train_project(wisp_train *tr, int32_t layer, int proj, const float *x, float *y, float *h,
                         const float *bias);

@@ -6,14 +6,17 @@
  * them. Work that no gradient depends on is skipped: below the lowest
  * adapted layer, and into the attention block of the lowest one when it has
  * no attention adapter. */
-#include "rope.h"
 #include "train.h"
 
-static void rope_back(wisp_train *tr, float *x, int32_t n_heads, int32_t width) {
-    const wisp_hparams *hp = &tr->model->hp;
-    for (int32_t t = 0; t < tr->T; t++)
-        wisp_rope_apply(x + (size_t)t * width, n_heads, hp->head_dim, hp->rope_dim,
-                        tr->rope + (size_t)(t % tr->S) * hp->rope_dim, hp->rope_neox, true);
+/* A block's output y = rmsnorm(p) w where p = W x (+ adapter): recompute p
+ * into tr->po and turn dy into dp, in tr->dpo; returns the gradient the
+ * projection sees (dy itself without a post-norm). */
+static const float *post_norm_back(wisp_train *tr, int32_t l, const train_views *v, int proj, const float *x,
+                                   const float *w, const float *dy) {
+    if (!w) return dy;
+    wisp_train_project(tr, l, proj, x, tr->po, v->h[proj], NULL); /* A x is rewritten with the same values */
+    wisp_train_rmsnorm_backward(tr, tr->dpo, tr->po, w, dy, tr->T, false);
+    return tr->dpo;
 }
 
 void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) {
@@ -25,13 +28,14 @@ void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) 
     bool need_ffn_in = need_attn || pair[WISP_PROJ_GATE] >= 0 || pair[WISP_PROJ_UP] >= 0;
 
     /* ---- feed-forward block: out = x_mid + W_down (silu(g) u) ---- */
-    if (!tr->cfg.checkpointing) wisp_train_silu_mul_rows(tr, tr->act, v->g, v->u); /* recomputing did it */
-    if (need_ffn_in) wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_DOWN], tr->dx, T, tr->dact, false);
+    if (!tr->cfg.checkpointing) wisp_train_act_mul_rows(tr, tr->act, v->g, v->u); /* recomputing did it */
+    const float *d_down = post_norm_back(tr, l, v, WISP_PROJ_DOWN, tr->act, W->post_ffn_norm, tr->dx);
+    if (need_ffn_in) wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_DOWN], d_down, T, tr->dact, false);
     if (pair[WISP_PROJ_DOWN] >= 0)
-        wisp_train_lora_backward(tr, pair[WISP_PROJ_DOWN], l, tr->act, v->h[WISP_PROJ_DOWN], tr->dx,
+        wisp_train_lora_backward(tr, pair[WISP_PROJ_DOWN], l, tr->act, v->h[WISP_PROJ_DOWN], d_down,
                                  need_ffn_in ? tr->dact : NULL);
     if (!need_ffn_in) return;
-    wisp_train_swiglu_backward(tr, tr->dact, tr->act, v->g, v->u); /* dact := d g, act := d u */
+    wisp_train_act_mul_backward(tr, tr->dact, tr->act, v->g, v->u); /* dact := d g, act := d u */
     wisp_train_rmsnorm_rows(tr, tr->xn, v->xmid, W->ffn_norm, T);
     float *dxn = need_attn ? tr->dxn : NULL;
     if (need_attn) {
@@ -47,16 +51,20 @@ void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) 
 
     /* ---- attention block: x_mid = x_in + W_o attention(rope(W_q xn), rope(W_k xn), W_v xn) ---- */
     bool need_qkv = below || pair[WISP_PROJ_Q] >= 0 || pair[WISP_PROJ_K] >= 0 || pair[WISP_PROJ_V] >= 0;
-    if (need_qkv) wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_O], tr->dx, T, tr->dout, false);
+    const float *d_o = post_norm_back(tr, l, v, WISP_PROJ_O, v->o, W->post_attn_norm, tr->dx);
+    if (need_qkv) wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_O], d_o, T, tr->dout, false);
     if (pair[WISP_PROJ_O] >= 0)
-        wisp_train_lora_backward(tr, pair[WISP_PROJ_O], l, v->o, v->h[WISP_PROJ_O], tr->dx, need_qkv ? tr->dout : NULL);
+        wisp_train_lora_backward(tr, pair[WISP_PROJ_O], l, v->o, v->h[WISP_PROJ_O], d_o, need_qkv ? tr->dout : NULL);
     if (!need_qkv) return;
-    wisp_train_attention_backward(tr, v, tr->dout);
+    wisp_train_attention_backward(tr, v, tr->dout, wisp_train_layer_windowed(tr, l) ? tr->model->hp.window : 0);
     wisp_train_from_heads(tr, tr->dkh, tr->k);
     wisp_train_from_heads(tr, tr->dvh, tr->v);
-    rope_back(tr, tr->dq, tr->H, tr->Q);
-    rope_back(tr, tr->k, tr->KVH, tr->KV);
     wisp_train_rmsnorm_rows(tr, tr->xn, v->xin, W->attn_norm, T);
+    if (W->q_norm) { /* the head norms' inputs: recomputed (A x is rewritten with the same values) */
+        wisp_train_project(tr, l, WISP_PROJ_Q, tr->xn, tr->qraw, v->h[WISP_PROJ_Q], W->bias_q);
+        wisp_train_project(tr, l, WISP_PROJ_K, tr->xn, tr->kraw, v->h[WISP_PROJ_K], W->bias_k);
+    }
+    wisp_train_qk_rope_backward(tr, l, tr->dq, tr->k, tr->qraw, tr->kraw);
     dxn = below ? tr->dxn : NULL;
     if (below) {
         wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_Q], tr->dq, T, tr->dxn, false);

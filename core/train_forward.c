@@ -38,20 +38,21 @@ void wisp_train_embed(wisp_train *tr) {
         int32_t b = t / tr->S, s = t % tr->S;
         wisp_embed_row(&tr->exec, &tr->model->tok_embd, tr->tokens[(size_t)b * (tr->S + 1) + s], v.xin + (size_t)t * tr->D);
     }
+    float scale = tr->model->hp.embed_scale;
+    if (scale != 1.0f) tr->exec.k.scale_f32(v.xin, scale, (int64_t)tr->T * tr->D);
+}
+
+bool wisp_train_layer_windowed(const wisp_train *tr, int32_t l) { return wisp_layer_windowed(&tr->model->hp, l); }
+
+const float *wisp_train_rope_of(const wisp_train *tr, int32_t l) {
+    return tr->rope_swa && wisp_train_layer_windowed(tr, l) ? tr->rope_swa : tr->rope;
 }
 
 static void add_rows(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
-static void rope_rows(wisp_train *tr, float *x, int32_t n_heads, int32_t width) {
-    const wisp_hparams *hp = &tr->model->hp;
-    for (int32_t t = 0; t < tr->T; t++)
-        wisp_rope_apply(x + (size_t)t * width, n_heads, hp->head_dim, hp->rope_dim,
-                        tr->rope + (size_t)(t % tr->S) * hp->rope_dim, hp->rope_neox, false);
-}
-
-static void attention(wisp_train *tr, const train_views *v) {
+static void attention(wisp_train *tr, const train_views *v, int32_t window) {
     size_t seq_q = (size_t)tr->S * tr->Q, seq_kv = (size_t)tr->S * tr->KV;
     for (int32_t b = 0; b < tr->n_seq; b++) {
         wisp_attention_args a = {
@@ -67,7 +68,9 @@ static void attention(wisp_train *tr, const train_views *v) {
             .n_heads = tr->H,
             .n_kv_heads = tr->KVH,
             .head_dim = tr->hd,
-            .scale = 1.0f / sqrtf((float)tr->hd),
+            .scale = tr->model->hp.attn_scale,
+            .softcap = tr->model->hp.attn_softcap,
+            .window = window,
             .scores = tr->scores,
             .block = WISP_ATTN_BLOCK,
             .lse = v->lse + (size_t)b * tr->S * tr->H,
@@ -105,24 +108,33 @@ void wisp_train_forward_layer(wisp_train *tr, int32_t l, const train_views *v, t
     wisp_train_project(tr, l, WISP_PROJ_Q, tr->xn, v->q, v->h[WISP_PROJ_Q], W->bias_q);
     wisp_train_project(tr, l, WISP_PROJ_K, tr->xn, tr->k, v->h[WISP_PROJ_K], W->bias_k);
     wisp_train_project(tr, l, WISP_PROJ_V, tr->xn, tr->v, v->h[WISP_PROJ_V], W->bias_v);
-    rope_rows(tr, v->q, tr->H, tr->Q);
-    rope_rows(tr, tr->k, tr->KVH, tr->KV);
+    wisp_train_qk_rope_rows(tr, l, v->q, tr->k);
     wisp_train_to_heads(tr, tr->k, v->kh);
     wisp_train_to_heads(tr, tr->v, v->vh);
-    attention(tr, v);
-    wisp_train_project(tr, l, WISP_PROJ_O, v->o, v->xmid, v->h[WISP_PROJ_O], NULL);
+    attention(tr, v, wisp_train_layer_windowed(tr, l) ? tr->model->hp.window : 0);
+    if (W->post_attn_norm) {
+        wisp_train_project(tr, l, WISP_PROJ_O, v->o, tr->po, v->h[WISP_PROJ_O], NULL);
+        wisp_train_rmsnorm_rows(tr, v->xmid, tr->po, W->post_attn_norm, tr->T);
+    } else {
+        wisp_train_project(tr, l, WISP_PROJ_O, v->o, v->xmid, v->h[WISP_PROJ_O], NULL);
+    }
     add_rows(v->xmid, v->xin, T * (size_t)tr->D);
 
     wisp_train_rmsnorm_rows(tr, tr->xn, v->xmid, W->ffn_norm, tr->T);
     wisp_train_project(tr, l, WISP_PROJ_GATE, tr->xn, v->g, v->h[WISP_PROJ_GATE], NULL);
     wisp_train_project(tr, l, WISP_PROJ_UP, tr->xn, v->u, v->h[WISP_PROJ_UP], NULL);
-    wisp_train_silu_mul_rows(tr, tr->act, v->g, v->u);
+    wisp_train_act_mul_rows(tr, tr->act, v->g, v->u);
     int32_t down = tr->pair_of[l * WISP_PROJ_COUNT + WISP_PROJ_DOWN];
     if (pass == TRAIN_PASS_RECOMPUTE) { /* the layer's output is known; only A x of ffn_down is missing */
         if (down >= 0) wisp_train_lora_forward(tr, down, l, tr->act, v->h[WISP_PROJ_DOWN], NULL);
         return;
     }
-    wisp_train_project(tr, l, WISP_PROJ_DOWN, tr->act, v->xout, v->h[WISP_PROJ_DOWN], NULL);
+    if (W->post_ffn_norm) {
+        wisp_train_project(tr, l, WISP_PROJ_DOWN, tr->act, tr->po, v->h[WISP_PROJ_DOWN], NULL);
+        wisp_train_rmsnorm_rows(tr, v->xout, tr->po, W->post_ffn_norm, tr->T);
+    } else {
+        wisp_train_project(tr, l, WISP_PROJ_DOWN, tr->act, v->xout, v->h[WISP_PROJ_DOWN], NULL);
+    }
     add_rows(v->xout, v->xmid, T * (size_t)tr->D);
 
     if (pass != TRAIN_PASS_SAVE || tr->cfg.checkpointing || tr->cfg.act_type == WISP_TYPE_F32) return;

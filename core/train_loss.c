@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "layer_ops.h"
 #include "train.h"
 
 typedef struct head_job {
@@ -48,6 +49,14 @@ static void ce_rows(void *arg, int64_t lo, int64_t hi) {
         double lse = log(sum) + m;
         tr->tok_loss[t] = lse - z[target];
         if (!j->backward) continue;
+        float cap = tr->model->hp.final_softcap;
+        if (cap > 0) { /* z = cap tanh(raw / cap): d raw = d z (1 - (z / cap)^2) */
+            for (int32_t k = 0; k < tr->V; k++) {
+                float c = z[k] / cap, dz = j->g * (float)exp((double)z[k] - lse) - (k == target ? j->g : 0.0f);
+                z[k] = dz * (1.0f - c * c);
+            }
+            continue;
+        }
         for (int32_t k = 0; k < tr->V; k++) z[k] = j->g * (float)exp((double)z[k] - lse);
         z[target] -= j->g;
     }
@@ -68,6 +77,7 @@ double wisp_train_loss_head(wisp_train *tr, const uint8_t *mask, int32_t n_score
         const float *x = tr->x + (size_t)c0 * D;
         wisp_train_rmsnorm_rows(tr, tr->xn, x, m->output_norm, n);
         wisp_exec_matmul(&tr->exec, &m->output, tr->xn, D, n, tr->logits, tr->V);
+        if (m->hp.final_softcap > 0) wisp_softcap(tr->logits, (int64_t)n * tr->V, m->hp.final_softcap);
         j.c0 = c0;
         wisp_train_parallel(tr, n, ce_rows, &j);
         if (!backward) continue;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "half.h"
+#include "layer_ops.h"
 #include "matmul_t.h"
 #include "train.h"
 
@@ -47,26 +48,10 @@ void wisp_train_rmsnorm_rows(wisp_train *tr, float *y, const float *x, const flo
     wisp_train_parallel(tr, n_rows, norm_rows, &j);
 }
 
-/* y = x r w with r = (mean x^2 + eps)^-1/2, so
- * dx_i = r w_i dy_i - x_i r^3 / n * sum_j dy_j w_j x_j. */
 static void norm_backward_rows(void *p, int64_t lo, int64_t hi) {
     const norm_job *j = p;
-    int32_t n = j->n;
-    for (int64_t t = lo; t < hi; t++) {
-        const float *x = j->x + t * n, *dy = j->dy + t * n;
-        float *dx = j->dx + t * n;
-        double ss = 0, dot = 0;
-        for (int32_t i = 0; i < n; i++) {
-            ss += (double)x[i] * x[i];
-            dot += (double)dy[i] * j->w[i] * x[i];
-        }
-        double r = 1.0 / sqrt(ss / n + (double)j->eps);
-        float rf = (float)r, c = (float)(r * r * r / n * dot);
-        for (int32_t i = 0; i < n; i++) {
-            float g = rf * (j->w[i] * dy[i]) - c * x[i];
-            dx[i] = j->accumulate ? dx[i] + g : g;
-        }
-    }
+    for (int64_t t = lo; t < hi; t++)
+        wisp_rmsnorm_backward_row(j->dx + t * j->n, j->x + t * j->n, j->w, j->dy + t * j->n, j->n, j->eps, j->accumulate);
 }
 
 void wisp_train_rmsnorm_backward(wisp_train *tr, float *dx, const float *x, const float *w, const float *dy,
@@ -75,41 +60,79 @@ void wisp_train_rmsnorm_backward(wisp_train *tr, float *dx, const float *x, cons
     wisp_train_parallel(tr, n_rows, norm_backward_rows, &j);
 }
 
-/* ---- SwiGLU ---- */
+/* ---- gated activations (layer_ops.c) ---- */
 
-typedef struct swiglu_job {
+typedef struct act_job {
     const wisp_kernels *k;
+    wisp_activation fn;
     float *act, *dact;
     const float *g, *u;
     int64_t n;
-} swiglu_job;
+} act_job;
 
-static void silu_rows(void *p, int64_t lo, int64_t hi) {
-    const swiglu_job *j = p;
+static void act_rows(void *p, int64_t lo, int64_t hi) {
+    const act_job *j = p;
     for (int64_t t = lo; t < hi; t++) {
         memcpy(j->act + t * j->n, j->g + t * j->n, (size_t)j->n * sizeof(float));
-        j->k->silu_mul(j->act + t * j->n, j->u + t * j->n, j->n);
+        wisp_act_mul(j->k, j->fn, j->act + t * j->n, j->u + t * j->n, j->n);
     }
 }
 
-void wisp_train_silu_mul_rows(wisp_train *tr, float *act, const float *g, const float *u) {
-    swiglu_job j = {&tr->exec.k, act, NULL, g, u, tr->F};
-    wisp_train_parallel(tr, tr->T, silu_rows, &j);
+void wisp_train_act_mul_rows(wisp_train *tr, float *act, const float *g, const float *u) {
+    act_job j = {&tr->exec.k, wisp_hparams_row(&tr->model->hp)->act, act, NULL, g, u, tr->F};
+    wisp_train_parallel(tr, tr->T, act_rows, &j);
 }
 
-/* act = silu(g) u:  d u = d act * silu(g),  d g = d act * u * s (1 + g (1 - s)), s = sigmoid(g) */
-static void swiglu_backward_rows(void *p, int64_t lo, int64_t hi) {
-    const swiglu_job *j = p;
-    for (int64_t i = lo * j->n; i < hi * j->n; i++) {
-        float g = j->g[i], s = 1.0f / (1.0f + expf(-g)), d = j->dact[i];
-        j->act[i] = d * (g * s);
-        j->dact[i] = d * j->u[i] * (s * (1.0f + g * (1.0f - s)));
-    }
+static void act_backward_rows(void *p, int64_t lo, int64_t hi) {
+    const act_job *j = p;
+    size_t at = (size_t)(lo * j->n);
+    wisp_act_mul_backward(j->fn, j->dact + at, j->act + at, j->g + at, j->u + at, (hi - lo) * j->n);
 }
 
-void wisp_train_swiglu_backward(wisp_train *tr, float *dact, float *act, const float *g, const float *u) {
-    swiglu_job j = {&tr->exec.k, act, dact, g, u, tr->F};
-    wisp_train_parallel(tr, tr->T, swiglu_backward_rows, &j);
+void wisp_train_act_mul_backward(wisp_train *tr, float *dact, float *act, const float *g, const float *u) {
+    act_job j = {&tr->exec.k, wisp_hparams_row(&tr->model->hp)->act, act, dact, g, u, tr->F};
+    wisp_train_parallel(tr, tr->T, act_backward_rows, &j);
+}
+
+/* ---- queries and keys: q/k norms and RoPE (layer_ops.c) ---- */
+
+typedef struct qk_job {
+    wisp_train *tr;
+    const wisp_layer *L;
+    const float *table;
+    float *q, *k;
+    const float *q_in, *k_in;
+} qk_job;
+
+static void qk_rows(void *p, int64_t lo, int64_t hi) {
+    const qk_job *j = p;
+    const wisp_train *tr = j->tr;
+    const wisp_hparams *hp = &tr->model->hp;
+    for (int64_t t = lo; t < hi; t++)
+        wisp_layer_qk_rope(&tr->exec.k, hp, j->L, j->q + (size_t)t * tr->Q, j->k + (size_t)t * tr->KV,
+                           j->table + (size_t)(t % tr->S) * hp->rope_dim);
+}
+
+void wisp_train_qk_rope_rows(wisp_train *tr, int32_t layer, float *q, float *k) {
+    qk_job j = {tr, &tr->model->layers[layer], wisp_train_rope_of(tr, layer), q, k, NULL, NULL};
+    wisp_train_parallel(tr, tr->T, qk_rows, &j);
+}
+
+static void qk_backward_rows(void *p, int64_t lo, int64_t hi) {
+    const qk_job *j = p;
+    const wisp_train *tr = j->tr;
+    const wisp_hparams *hp = &tr->model->hp;
+    for (int64_t t = lo; t < hi; t++)
+        wisp_layer_qk_rope_backward(hp, j->L, j->q + (size_t)t * tr->Q, j->k + (size_t)t * tr->KV,
+                                    j->q_in ? j->q_in + (size_t)t * tr->Q : NULL,
+                                    j->k_in ? j->k_in + (size_t)t * tr->KV : NULL,
+                                    j->table + (size_t)(t % tr->S) * hp->rope_dim);
+}
+
+void wisp_train_qk_rope_backward(wisp_train *tr, int32_t layer, float *dq, float *dk, const float *q_in,
+                                 const float *k_in) {
+    qk_job j = {tr, &tr->model->layers[layer], wisp_train_rope_of(tr, layer), dq, dk, q_in, k_in};
+    wisp_train_parallel(tr, tr->T, qk_backward_rows, &j);
 }
 
 /* ---- projections ---- */

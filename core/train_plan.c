@@ -205,6 +205,16 @@ static void layout(carver *c, const wisp_gguf *g, const wisp_hparams *hp, const 
     w.logits = take(c, (size_t)tc->loss_chunk * (size_t)hp->n_vocab, f, P);
     w.tok_loss = take(c, T, sizeof(double), P);
     w.rope = take(c, (size_t)tc->seq_len * (size_t)hp->rope_dim, f, P);
+    const wisp_arch_row *row = wisp_hparams_row(hp);
+    if (row->rope_base_swa) w.rope_swa = take(c, (size_t)tc->seq_len * (size_t)hp->rope_dim, f, P);
+    if (row->required & WISP_LT(Q_NORM)) {
+        w.qraw = take(c, T * Q, f, P);
+        w.kraw = take(c, T * KV, f, P);
+    }
+    if (row->required & WISP_LT(POST_ATTN_NORM)) {
+        w.po = take(c, T * D, f, P);
+        w.dpo = take(c, T * D, f, P);
+    }
     w.scores = take(c, (size_t)cfg->threads.n_threads * 3 * WISP_ATTN_BLOCK, f, P); /* attention, both ways */
     size_t nth = (size_t)cfg->threads.n_threads, tile_cols = tile_cols_max(g);
     w.tile = take(c, nth * (size_t)tc->backward_tile, f, P);
@@ -267,7 +277,12 @@ wisp_status wisp_train_carve(wisp_ctx *ctx, const wisp_gguf *g, wisp_arena *a, s
     tr->act_elem = tc->act_type == WISP_TYPE_F32 ? 4 : 2;
     tr->scale = tc->rslora ? tc->alpha / sqrtf((float)tc->rank) : tc->alpha / (float)tc->rank;
     tr->loss_scale = tc->act_type == WISP_TYPE_F16 ? tc->loss_scale : 1.0f;
-    wisp_rope_table(tr->rope, 0, tr->S, hp->rope_dim, hp->rope_base);
+    const wisp_rope_spec rope = wisp_rope_spec_of(&ctx->model, cfg->n_ctx, false);
+    wisp_rope_table(tr->rope, 0, tr->S, &rope);
+    if (tr->rope_swa) {
+        const wisp_rope_spec rope_swa = wisp_rope_spec_of(&ctx->model, cfg->n_ctx, true);
+        wisp_rope_table(tr->rope_swa, 0, tr->S, &rope_swa);
+    }
 
     /* pairs in (layer, projection) order over one flat parameter array */
     size_t off = 0;

@@ -114,7 +114,10 @@ const float *wisp_logits(const wisp_ctx *ctx, int32_t i);
 int32_t wisp_last_step_tokens(const wisp_ctx *ctx);
 
 int32_t wisp_n_past(const wisp_ctx *ctx);
-/* Forget cached positions >= n (0 clears the cache). */
+/* Forget cached positions >= n (0 clears the cache). A model with sliding-
+ * window layers keeps only a ring of recent positions there; when that ring
+ * no longer holds the window before n, the whole cache is forgotten, so
+ * read wisp_n_past afterwards. */
 void wisp_rewind(wisp_ctx *ctx, int32_t n);
 
 /* Pick the next token from the last logits. `history` (may be NULL) feeds

@@ -437,6 +437,7 @@ API int32_t ww_prompt(ww_model *m, int32_t n) {
     int32_t keep = 0;
     while (keep < m->n_cached && keep < n - 1 && m->cached[keep] == m->ids[keep]) keep++;
     wisp_rewind(m->ctx, keep);
+    if (wisp_n_past(m->ctx) < keep) keep = wisp_n_past(m->ctx); /* a sliding window's ring forgot it */
     m->n_cached = keep;
     if (wisp_eval(m->ctx, m->ids + keep, n - keep, &m->err)) {
         ww_reset(m);

@@ -13,6 +13,9 @@
 #                  scalar); `wisp eval --lora` loads the adapter and its loss on
 #                  the training text is below the base model's; `wisp run --lora`
 #                  generates with it
+#   infer-qwen3-m7 a second family of the architecture table (qwen3: per-head
+#                  q/k norms, NEOX RoPE, head size 64 != dim/heads), Q4_0, ctx 64:
+#                  greedy text byte-identical to the native engine's
 #   args / exit    `-n 3` matches the native 3-token text; a bad argument exits 2
 #   kernel-check-* the DSP kernels against the scalar reference on M4, M7, M33
 #   fault-probe    a trap prints the fault registers and exits 99
@@ -106,6 +109,26 @@ for b in "${boards[@]}"; do
     ok "$name" "$(wc -c <"$out") bytes match the native engine, ${secs}s, stack $stack_used/$stack_reserved B," \
         "$pt insns/token over $nt tokens"
 done
+
+# ---- another family on the Cortex-M7: qwen3 ----------------------------------
+qwen3_check() {
+    local name=infer-qwen3-m7 fam=$EMB/qwen3 src=$WISP_SHARED/models/synthetic/syn-qwen3-f16.gguf
+    if [ ! -f "$src" ]; then bad "$name" "missing $src"; return; fi
+    if ! $MAKE_CMD EMB="$fam" EMB_MODEL_SRC="$src" EMB_MODEL_TYPE=q4_0 EMB_CTX=64 EMB_N_PREDICT=32 \
+        "$fam/m7/infer-ctx64.elf" >"$work/qwen3-build.log" 2>&1; then
+        bad "$name" "build failed"; show "$work/qwen3-build.log"; return
+    fi
+    cp "$fam/m7/infer-ctx64.elf" "$fam/$name.elf"
+    WISP_KERNELS=scalar "$WISP" run -m "$fam/model/syn-qwen3-f16-q4_0.gguf" -p "Once upon a time" --temp 0 -n 32 --ctx 64 \
+        -t 1 -q >"$work/qwen3-native.txt" 2>"$work/qwen3-native.err" || { bad "$name" "native wisp run failed"; return; }
+    "$run" "$fam/$name.elf" >"$work/$name.out" 2>"$work/$name.err" || { bad "$name" "exit status $?"; show "$work/$name.err"; return; }
+    if ! cmp -s "$work/$name.out" "$work/qwen3-native.txt"; then
+        bad "$name" "text differs from the native engine"; diff "$work/qwen3-native.txt" "$work/$name.out" | head -n 8; return
+    fi
+    stack_ok "$name" "$work/$name.err" || return
+    ok "$name" "$(wc -c <"$work/$name.out") bytes match the native engine (qwen3, Q4_0, ctx 64)"
+}
+[ $arm = 1 ] && qwen3_check
 
 # ---- LoRA training on the Cortex-M7 -----------------------------------------
 train_step_insns=

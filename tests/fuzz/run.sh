@@ -32,7 +32,8 @@ lenprefixed() { # lenprefixed A B > OUT: 4-byte length of A, A, then B (the PEFT
 # ---- small valid inputs, made fresh each run -------------------------------
 # Tiny models: kilobytes instead of megabytes, so the GGUF harness runs the
 # whole path (parse, plan, init, a token) thousands of times a second.
-for spec in "llama f32" "llama q8_0" "llama q4_0" "llama q4_k_m" "qwen2 f16" "qwen2 bf16"; do
+for spec in "llama f32" "llama q8_0" "llama q4_0" "llama q4_k_m" "qwen2 f16" "qwen2 bf16" "qwen3 f16" "gemma2 f32" \
+            "gemma3 q8_0" "phi3 q4_0"; do
     set -- $spec
     "$T/tiny_model" "$seeds/tiny-$1-$2.gguf" $1 $2 || { echo "FAIL  cannot make tiny model $spec"; exit 1; }
 done

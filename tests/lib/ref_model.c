@@ -55,6 +55,8 @@ bool ref_model_load(ref_model *r, const wisp_model *m) {
     memset(r, 0, sizeof *r);
     const wisp_hparams *hp = &m->hp;
     r->hp = *hp;
+    r->model = m;
+    r->n_ctx = 4096;
     size_t L = (size_t)hp->n_layers, D = (size_t)hp->dim;
     int32_t q = hp->n_heads * hp->head_dim, kv = hp->n_kv_heads * hp->head_dim;
     r->embd = deq_weight(&m->tok_embd);
@@ -145,19 +147,53 @@ static void project(const ref_model *r, int32_t layer, int32_t proj, int32_t t, 
     }
 }
 
-static void rope(const wisp_hparams *hp, double *v, int32_t n_heads, int32_t pos) {
+static bool windowed(const wisp_hparams *hp, int32_t l) {
+    if (hp->window <= 0) return false;
+    switch (hp->arch) {
+    case WISP_ARCH_GEMMA2: return l % 2 == 0;
+    case WISP_ARCH_GEMMA3: return l % hp->window_pattern < hp->window_pattern - 1;
+    default: return true;
+    }
+}
+
+/* theta_i = pos * scale * base^(-2i/n) / factor_i; cos and sin times attn_factor */
+static void rope(const ref_model *r, int32_t layer, double *v, int32_t n_heads, int32_t pos) {
+    const wisp_hparams *hp = &r->hp;
+    const wisp_model *m = r->model;
+    const float *factors = m->rope_freqs ? m->rope_freqs : r->n_ctx > hp->rope_orig_ctx ? m->rope_long : m->rope_short;
+    bool local = windowed(hp, layer) && hp->arch == WISP_ARCH_GEMMA3; /* own base, no linear scaling */
+    double base = local ? hp->rope_base_swa : hp->rope_base, mag = hp->rope_attn_factor;
+    double freq_scale = local ? 1.0 : (double)hp->rope_freq_scale;
     int32_t half = hp->rope_dim / 2;
     for (int32_t h = 0; h < n_heads; h++) {
         double *x = v + (size_t)h * hp->head_dim;
         for (int32_t i = 0; i < half; i++) {
-            double a = pos * pow((double)hp->rope_base, -2.0 * i / hp->rope_dim);
+            double a = pos * freq_scale * pow(base, -2.0 * i / hp->rope_dim);
+            if (factors) a /= factors[i];
             int32_t p0 = hp->rope_neox ? i : 2 * i, p1 = hp->rope_neox ? i + half : 2 * i + 1;
             double x0 = x[p0], x1 = x[p1];
-            x[p0] = x0 * cos(a) - x1 * sin(a);
-            x[p1] = x0 * sin(a) + x1 * cos(a);
+            x[p0] = mag * (x0 * cos(a) - x1 * sin(a));
+            x[p1] = mag * (x0 * sin(a) + x1 * cos(a));
         }
     }
 }
+
+static void rmsnorm_f(double *y, const double *x, const float *w, int32_t n, double eps) {
+    double ss = 0;
+    for (int32_t i = 0; i < n; i++) ss += x[i] * x[i];
+    double s = 1.0 / sqrt(ss / n + eps);
+    for (int32_t i = 0; i < n; i++) y[i] = x[i] * s * (double)w[i];
+}
+
+/* x[D] += rmsnorm(y) w when the layer has that post-norm, else x += y */
+static void add_block(double *x, double *y, const float *post_norm, int32_t D, double eps) {
+    if (post_norm) rmsnorm_f(y, y, post_norm, D, eps);
+    for (int32_t i = 0; i < D; i++) x[i] += y[i];
+}
+
+static double cap(double x, double c) { return c > 0 ? c * tanh(x / c) : x; }
+
+static double gelu_tanh(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x))); }
 
 void ref_forward(const ref_model *r, const int32_t *tokens, int32_t n, double *logits) {
     const wisp_hparams *hp = &r->hp;
@@ -169,45 +205,56 @@ void ref_forward(const ref_model *r, const int32_t *tokens, int32_t n, double *l
     double *att = malloc(sizeof(double) * N * Q), *tmp = malloc(sizeof(double) * (size_t)(D > F ? D : F));
     double *g = malloc(sizeof(double) * (size_t)F), *u = malloc(sizeof(double) * (size_t)F);
     double *p = malloc(sizeof(double) * N);
-    for (size_t t = 0; t < N; t++) memcpy(x + t * D, r->embd + (size_t)tokens[t] * D, sizeof(double) * D);
+    double emb_scale = wisp_hparams_row(hp)->embed_scale ? sqrt((double)D) : 1.0;
+    for (size_t t = 0; t < N; t++)
+        for (int32_t i = 0; i < D; i++) x[t * D + (size_t)i] = r->embd[(size_t)tokens[t] * D + (size_t)i] * emb_scale;
     for (int32_t l = 0; l < hp->n_layers; l++) {
+        const wisp_layer *W = &r->model->layers[l];
         for (int32_t t = 0; t < n; t++) {
             rmsnorm(xn, x + (size_t)t * D, r->attn_norm + (size_t)l * D, D, hp->rms_eps);
             project(r, l, WISP_PROJ_Q, t, r->bq ? r->bq + (size_t)l * Q : NULL, xn, q + (size_t)t * Q);
             project(r, l, WISP_PROJ_K, t, r->bk ? r->bk + (size_t)l * KV : NULL, xn, k + (size_t)t * KV);
             project(r, l, WISP_PROJ_V, t, r->bv ? r->bv + (size_t)l * KV : NULL, xn, v + (size_t)t * KV);
-            rope(hp, q + (size_t)t * Q, H, t);
-            rope(hp, k + (size_t)t * KV, KVH, t);
+            for (int32_t h = 0; h < H && W->q_norm; h++)
+                rmsnorm_f(q + (size_t)t * Q + (size_t)h * hd, q + (size_t)t * Q + (size_t)h * hd, W->q_norm, hd, hp->rms_eps);
+            for (int32_t h = 0; h < KVH && W->k_norm; h++)
+                rmsnorm_f(k + (size_t)t * KV + (size_t)h * hd, k + (size_t)t * KV + (size_t)h * hd, W->k_norm, hd,
+                          hp->rms_eps);
+            rope(r, l, q + (size_t)t * Q, H, t);
+            rope(r, l, k + (size_t)t * KV, KVH, t);
         }
+        int32_t win = windowed(hp, l) ? hp->window : 0;
         for (int32_t t = 0; t < n; t++)
             for (int32_t h = 0; h < H; h++) {
                 const double *qh = q + (size_t)t * Q + (size_t)h * hd;
                 int32_t kvh = h / (H / KVH);
                 double m = -INFINITY, sum = 0;
-                for (int32_t j = 0; j <= t; j++) {
+                int32_t j0 = win && t - win + 1 > 0 ? t - win + 1 : 0; /* keys t - j < window */
+                for (int32_t j = j0; j <= t; j++) {
                     double s = 0;
                     for (int32_t i = 0; i < hd; i++) s += qh[i] * k[(size_t)j * KV + (size_t)kvh * hd + i];
-                    p[j] = s / sqrt((double)hd);
+                    p[j] = cap(s * (double)hp->attn_scale, hp->attn_softcap);
                     if (p[j] > m) m = p[j];
                 }
-                for (int32_t j = 0; j <= t; j++) sum += (p[j] = exp(p[j] - m));
+                for (int32_t j = j0; j <= t; j++) sum += (p[j] = exp(p[j] - m));
                 double *o = att + (size_t)t * Q + (size_t)h * hd;
                 for (int32_t i = 0; i < hd; i++) {
                     double s = 0;
-                    for (int32_t j = 0; j <= t; j++) s += p[j] * v[(size_t)j * KV + (size_t)kvh * hd + i];
+                    for (int32_t j = j0; j <= t; j++) s += p[j] * v[(size_t)j * KV + (size_t)kvh * hd + i];
                     o[i] = s / sum;
                 }
             }
         for (int32_t t = 0; t < n; t++) {
             double *xt = x + (size_t)t * D;
             project(r, l, WISP_PROJ_O, t, NULL, att + (size_t)t * Q, tmp);
-            for (int32_t i = 0; i < D; i++) xt[i] += tmp[i];
+            add_block(xt, tmp, W->post_attn_norm, D, hp->rms_eps);
             rmsnorm(xn, xt, r->ffn_norm + (size_t)l * D, D, hp->rms_eps);
             project(r, l, WISP_PROJ_GATE, t, NULL, xn, g);
             project(r, l, WISP_PROJ_UP, t, NULL, xn, u);
-            for (int32_t i = 0; i < F; i++) g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+            bool gelu = wisp_hparams_row(hp)->act == WISP_ACT_GELU_TANH;
+            for (int32_t i = 0; i < F; i++) g[i] = (gelu ? gelu_tanh(g[i]) : g[i] / (1.0 + exp(-g[i]))) * u[i];
             project(r, l, WISP_PROJ_DOWN, t, NULL, g, tmp);
-            for (int32_t i = 0; i < D; i++) xt[i] += tmp[i];
+            add_block(xt, tmp, W->post_ffn_norm, D, hp->rms_eps);
         }
     }
     for (int32_t t = 0; t < n; t++) {
@@ -215,7 +262,7 @@ void ref_forward(const ref_model *r, const int32_t *tokens, int32_t n, double *l
         for (int32_t o = 0; o < V; o++) {
             double s = 0;
             for (int32_t i = 0; i < D; i++) s += r->out[(size_t)o * D + i] * xn[i];
-            logits[(size_t)t * V + o] = s;
+            logits[(size_t)t * V + o] = cap(s, hp->final_softcap);
         }
     }
     free(x), free(xn), free(q), free(k), free(v), free(att), free(tmp), free(g), free(u), free(p);

@@ -1,4 +1,5 @@
-/* A float64 reference of the whole llama/qwen2 forward pass with LoRA, for
+/* A float64 reference of the whole forward pass of every family of the
+ * architecture table (llama with RoPE factors, qwen2/3, gemma2/3, phi3) with LoRA, for
  * tests: weights are dequantized once into doubles (so quantized bases are
  * evaluated exactly, without the 8-bit activations of the fast path), and
  * every operation is the textbook formula. Tests compare the engine's logits
@@ -26,6 +27,8 @@ typedef struct ref_model {
     double *attn_norm, *ffn_norm;         /* [n_layers][dim] */
     double *w[WISP_PROJ_COUNT];           /* [n_layers][rows][cols] */
     double *bq, *bk, *bv;                 /* [n_layers][..] or NULL */
+    const wisp_model *model;              /* the family's vectors (q/k and post norms, RoPE factors) are read here */
+    int32_t n_ctx;                        /* the context the engine planned (LongRoPE picks its factors by it) */
     ref_lora *lora;                       /* adapters in use (not owned) */
     int32_t n_lora;
     /* LoRA dropout: input i of token t of (layer, proj) enters A scaled by

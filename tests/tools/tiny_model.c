@@ -1,5 +1,7 @@
 /* tiny_model OUT ARCH TYPE [DIM [LAYERS [VOCAB]]]: write a very small
- * random-weight model (llama or qwen2) with a synthetic SentencePiece-style
+ * random-weight model (llama, qwen2, qwen3, gemma2, gemma3 or phi3, each with
+ * its family's keys: q/k head size 16 for qwen3 and gemma3, a window of 8
+ * for the gemmas, gemma2's soft-caps) with a synthetic SentencePiece-style
  * vocabulary, through the same generator as `wisp make-model`.
  *
  * Fuzzers and hostile-file tests want valid models that are kilobytes, not
@@ -12,22 +14,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "model_gen.h"
 
 int main(int argc, char **argv) {
-    if (argc < 4 || argc > 7 || (strcmp(argv[2], "llama") != 0 && strcmp(argv[2], "qwen2") != 0)) {
-        fprintf(stderr, "usage: tiny_model OUT llama|qwen2 TYPE [DIM [LAYERS [VOCAB]]]\n");
+    if (argc < 4 || argc > 7 || !wisp_arch_find(argv[2], strlen(argv[2]))) {
+        fprintf(stderr, "usage: tiny_model OUT llama|qwen2|qwen3|gemma2|gemma3|phi3 TYPE [DIM [LAYERS [VOCAB]]]\n");
         return 2;
     }
-    bool qwen2 = strcmp(argv[2], "qwen2") == 0;
+    const char *arch = argv[2];
+    bool qwen2 = strcmp(arch, "qwen2") == 0, gemma = strncmp(arch, "gemma", 5) == 0;
     int32_t dim = argc > 4 ? atoi(argv[4]) : 32, layers = argc > 5 ? atoi(argv[5]) : 1;
     int32_t vocab = argc > 6 ? atoi(argv[6]) : 264;
     if (dim < 8 || dim % 4 || layers < 1 || vocab < 259) {
         fprintf(stderr, "tiny_model: DIM must be a multiple of 4 (>= 8), LAYERS >= 1, VOCAB >= 259\n");
         return 2;
     }
-    wisp_model_shape shape = {"tiny", "tiny", qwen2 ? "qwen2" : "llama", dim, layers, 4, 2, 2 * dim, vocab, 64,
-                              qwen2 ? 1000000.0f : 10000.0f, qwen2 ? 1e-6f : 1e-5f, qwen2, qwen2};
+    wisp_model_shape shape = {"tiny", "tiny", arch, dim, layers, 4, 2, 2 * dim, vocab, 64,
+                              qwen2 ? 1000000.0f : 10000.0f, qwen2 ? 1e-6f : 1e-5f, qwen2 || gemma, qwen2,
+                              .head_dim = strcmp(arch, "qwen3") == 0 || strcmp(arch, "gemma3") == 0 ? 16 : 0,
+                              .window = gemma ? 8 : 0,
+                              .rope_base_swa = strcmp(arch, "gemma3") == 0 ? 10000.0f : 0.0f,
+                              .attn_softcap = strcmp(arch, "gemma2") == 0 ? 50.0f : 0.0f,
+                              .final_softcap = strcmp(arch, "gemma2") == 0 ? 30.0f : 0.0f};
     wisp_model_gen g;
     memset(&g, 0, sizeof g);
     g.shape = &shape;

@@ -19,7 +19,8 @@
 #include "test_train_util.h"
 #include "train.h"
 
-#define SEQ 12
+#define SEQ 12     /* positions per sequence for llama/qwen2 */
+#define MAX_SEQ 20 /* the windowed families get sequences longer than their window (16) */
 #define RANK 3
 #define N_SAMPLES 8
 
@@ -37,14 +38,14 @@ static bool keep_of_engine(void *user, int32_t layer, int32_t proj, int32_t t, i
 }
 
 /* The engine's loss: mean over every scored target of every sequence. */
-static double ref_batch_loss(const ref_model *r, const int32_t *tok, const uint8_t *mask, int32_t n_seq) {
+static double ref_batch_loss(const ref_model *r, const int32_t *tok, const uint8_t *mask, int32_t n_seq, int32_t seq) {
     double total = 0;
     int32_t count = 0;
     for (int32_t b = 0; b < n_seq; b++) {
-        const uint8_t *m = mask ? mask + b * (SEQ + 1) : NULL;
+        const uint8_t *m = mask ? mask + b * (seq + 1) : NULL;
         int32_t n = 0;
-        for (int32_t j = 1; j <= SEQ; j++) n += !m || m[j];
-        if (n) total += ref_loss(r, tok + b * (SEQ + 1), SEQ + 1, m) * n;
+        for (int32_t j = 1; j <= seq; j++) n += !m || m[j];
+        if (n) total += ref_loss(r, tok + b * (seq + 1), seq + 1, m) * n;
         count += n;
     }
     return total / count;
@@ -57,14 +58,14 @@ static double max_abs(const float *v, size_t n) {
     return m;
 }
 
-static void fd_check(const char *rel, const variant *v, double tol_loss, double tol_grad) {
+static void fd_check_seq(const char *rel, const variant *v, double tol_loss, double tol_grad, int32_t seq) {
     const char *path = shared_path(rel);
     if (!path) {
         fprintf(stderr, "note: %s missing, skipped\n", rel);
         return;
     }
     train_env e = {0};
-    wisp_config cfg = train_config(SEQ, RANK, 3);
+    wisp_config cfg = train_config(seq, RANK, 3);
     cfg.train.micro_batch = v->n_seq;
     cfg.train.act_type = v->act_type;
     cfg.train.checkpointing = v->checkpointing;
@@ -74,10 +75,10 @@ static void fd_check(const char *rel, const variant *v, double tol_loss, double 
     const wisp_lora *lora = wisp_train_lora(e.ctx), *grads = wisp_train_gradients(e.ctx);
     ref_lora *refs = calloc((size_t)lora->n_pairs, sizeof *refs);
     REQUIRE(set_random_lora(e.ctx, 77, 0.15, refs), "random adapter");
-    int32_t tok[4 * (SEQ + 1)];
-    uint8_t mask[4 * (SEQ + 1)];
-    random_tokens(tok, (size_t)v->n_seq * (SEQ + 1), hp->n_vocab, 5);
-    for (int32_t i = 0; i < v->n_seq * (SEQ + 1); i++) mask[i] = (uint8_t)(i % 3 != 1);
+    int32_t tok[4 * (MAX_SEQ + 1)];
+    uint8_t mask[4 * (MAX_SEQ + 1)];
+    random_tokens(tok, (size_t)v->n_seq * (seq + 1), hp->n_vocab, 5);
+    for (int32_t i = 0; i < v->n_seq * (seq + 1); i++) mask[i] = (uint8_t)(i % 3 != 1);
     double loss = 0;
     int32_t n_scored = 0;
     wisp_error err = {0};
@@ -87,6 +88,7 @@ static void fd_check(const char *rel, const variant *v, double tol_loss, double 
     ref_model r;
     REQUIRE(ref_model_load(&r, wisp_ctx_model(e.ctx)), "reference");
     r.lora = refs;
+    r.n_ctx = wisp_ctx_config(e.ctx)->n_ctx;
     r.n_lora = lora->n_pairs;
     if (v->dropout > 0) {
         r.keep = keep_of_engine;
@@ -94,7 +96,7 @@ static void fd_check(const char *rel, const variant *v, double tol_loss, double 
         r.keep_scale = (double)(1.0f / (1.0f - v->dropout)); /* the engine's float factor */
     }
     const uint8_t *m = v->masked ? mask : NULL;
-    double ref = ref_batch_loss(&r, tok, m, v->n_seq);
+    double ref = ref_batch_loss(&r, tok, m, v->n_seq, seq);
     double loss_err = fabs(loss - ref) / fabs(ref);
     CHECK(loss_err < tol_loss, "%s %s: loss %.9g vs reference %.9g (relative %.2e)", rel, v->name, loss, ref, loss_err);
 
@@ -110,9 +112,9 @@ static void fd_check(const char *rel, const variant *v, double tol_loss, double 
         double *val = is_b ? &refs[pi].b[idx] : &refs[pi].a[idx];
         double saved = *val, h = 1e-4;
         *val = saved + h;
-        double up = ref_batch_loss(&r, tok, m, v->n_seq);
+        double up = ref_batch_loss(&r, tok, m, v->n_seq, seq);
         *val = saved - h;
-        double down = ref_batch_loss(&r, tok, m, v->n_seq);
+        double down = ref_batch_loss(&r, tok, m, v->n_seq, seq);
         *val = saved;
         double fd = (up - down) / (2 * h);
         const float *gt = is_b ? g->b : g->a;
@@ -128,6 +130,10 @@ static void fd_check(const char *rel, const variant *v, double tol_loss, double 
     free(refs);
     ref_model_free(&r);
     train_close(&e);
+}
+
+static void fd_check(const char *rel, const variant *v, double tol_loss, double tol_grad) {
+    fd_check_seq(rel, v, tol_loss, tol_grad, SEQ);
 }
 
 int main(void) {
@@ -157,5 +163,18 @@ int main(void) {
     }
     fd_check("models/synthetic/syn-qwen2-q8_0.gguf", &plain, 5e-2, 0.1);
     fd_check("models/synthetic/syn-qwen2-q4_k_m.gguf", &all[1], 5e-2, 0.1);
+    /* the families of the architecture table, each op's backward: Llama 3 RoPE
+     * factors; qwen3 per-head q/k norms; gemma2 embedding scale, GELU-tanh,
+     * post-norms, attention and final soft-caps, windowed attention (window
+     * 16 < 20 positions); gemma3 q/k norms, local RoPE base, window pattern;
+     * phi3 fused q/k/v and gate/up, LongRoPE factors and magnitude */
+    static const char *families[] = {"syn-llama3-rope-f32", "syn-qwen3-f16", "syn-gemma2-f32", "syn-gemma3-f16",
+                                     "syn-phi3-longrope-f32"};
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+        char rel[96];
+        snprintf(rel, sizeof rel, "models/synthetic/%s.gguf", families[i]);
+        fd_check_seq(rel, &all[0], 1e-5, 1e-3, MAX_SEQ);
+        fd_check_seq(rel, &all[4], 1e-5, 1e-3, MAX_SEQ); /* dropout, checkpointing */
+    }
     return check_report("test_train_fd");
 }
