@@ -17,6 +17,9 @@ wisp_status wisp_chat_cache_prefill(wisp_chat_cache *c, wisp_ctx *ctx, const int
     while (keep < c->n && keep < n && c->tokens[keep] == prompt[keep]) keep++;
     if (keep == n) keep--; /* the last token runs again: its logits start the answer */
     wisp_rewind(ctx, keep);
+    /* a sliding-window model's ring may no longer hold the window before
+     * `keep`: then the rewind forgot everything and the prompt runs whole */
+    keep = wisp_n_past(ctx);
     c->n = keep;
     wisp_status s = wisp_eval(ctx, prompt + keep, n - keep, err);
     if (s) { /* wisp_eval changed nothing: the cache holds the kept prefix */
