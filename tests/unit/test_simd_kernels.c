@@ -547,6 +547,6 @@ int main(void) {
         check_softmax(&k);
         tested++;
     }
-    if (!tested) check_skip("test_simd_kernels", "this build or CPU has no x86 kernel level (AVX2 or AVX-512)");
+    if (!tested) check_skip_platform("test_simd_kernels", "this build or CPU has no x86 kernel level (AVX2 or AVX-512)");
     return check_report("test_simd_kernels");
 }

@@ -437,6 +437,6 @@ int main(void) {
         check_attention(&k);
         tested++;
     }
-    if (!tested) check_skip("test_simd_neon_wasm", "no NEON or WASM SIMD level in this build or CPU (make test-arm / test-wasm run it)");
+    if (!tested) check_skip_platform("test_simd_neon_wasm", "no NEON or WASM SIMD level in this build or CPU (make test-arm / test-wasm run it)");
     return check_report("test_simd_neon_wasm");
 }
