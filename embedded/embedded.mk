@@ -164,6 +164,7 @@ $$(EMB_$(1)_OBJ)/text.o: embedded/common/blob.S $(EMB_TRAIN_TEXT)
 # The inference firmware for the context length EMB_CTX: infer-ctxN.elf
 # (a context is a build setting, so each gets its own header and object).
 $$(EMB_$(1)_OBJ)/infer-ctx$(EMB_CTX).o: embedded/firmware/infer.c $(EMB)/gen/ctx$(EMB_CTX)/infer_plan.h
+	@mkdir -p $$(dir $$@)
 	$$(EMB_$(1)_CC) $$(EMB_$(1)_FLAGS) -I$(EMB)/gen/ctx$(EMB_CTX) -DFW_NAME='"infer-$(1)"' \
 	    -DFW_N_PREDICT=$(EMB_N_PREDICT) -MMD -MP -c $$< -o $$@
 
@@ -173,6 +174,7 @@ $(EMB)/$(1)/infer-ctx$(EMB_CTX).elf: $$(EMB_$(1)_OBJ)/infer-ctx$(EMB_CTX).o $$(E
 
 # The training firmware (512 KB of SRAM).
 $$(EMB_$(1)_OBJ)/train.o: embedded/firmware/train.c $(EMB)/gen/train/train_plan.h
+	@mkdir -p $$(dir $$@)
 	$$(EMB_$(1)_CC) $$(EMB_$(1)_FLAGS) -I$(EMB)/gen/train -DFW_NAME='"train-$(1)"' -DFW_TRAIN_STEPS=$(EMB_TRAIN_STEPS) \
 	    -DFW_TRAIN_LR=$(EMB_TRAIN_LR)f -DFW_TRAIN_SEED=$(EMB_TRAIN_SEED) -MMD -MP -c $$< -o $$@
 
@@ -227,8 +229,8 @@ $(EMB)/kernel-check-%.elf: $(EMB)/%/kernel-check.elf
 $(EMB)/fault-probe-%.elf: $(EMB)/%/fault-probe.elf
 	cp $< $@
 
-# The script builds what the installed toolchains can build (and skips the
-# rest loudly), so `make test` works on a machine without them.
+# The script builds and runs every board; a missing toolchain or emulator
+# fails, named (scripts/install-deps.sh installs them).
 test-embedded: $(BUILD)/wisp
 	@EMB=$(EMB) WISP=$(BUILD)/wisp WISP_SHARED=$(SHARED) EMB_MODEL=$(EMB_MODEL) EMB_CTX=$(EMB_CTX) \
 	  EMB_N_PREDICT=$(EMB_N_PREDICT) EMB_TRAIN_TEXT=$(EMB_TRAIN_TEXT) EMB_TRAIN_SEQ=$(EMB_TRAIN_SEQ) \
