@@ -44,6 +44,7 @@ help:
 	@echo "make test-clean-checkout  every build target the READMEs show, on a fresh clone"
 	@echo "make test-sanitize  unit + CLI tests built with ASan+UBSan; test-valgrind: under valgrind memcheck"
 	@echo "make test-valgrind-full  test-valgrind with the slowest unit tests too (~25 minutes)"
+	@echo "make coverage     line and branch coverage per folder of the native unit and CLI tests (gcov)"
 	@echo "make fuzz         libFuzzer on every parser (FUZZ_SECONDS=60 each); test-fuzz-smoke: 10 s each"
 	@echo "make test-matrix-full  every truncation/corruption case of every model and adapter file"
 	@echo "make web          the npm package (wasm) in $(BUILD)/web; test-web, bench-web, demo-web"
@@ -122,6 +123,9 @@ test-deps:
 	@$(MAKE) --no-print-directory web-deps
 test: test-deps
 	$(call run_parts,$(TEST_PARTS))
+# test-web, test-arm and test-wasm build these from fresh folders of their own,
+# so make test's clean checkout leaves them out (alone, it builds them all)
+test: export CLEAN_SKIP = web arm64 armv7
 test-quick:
 	$(call run_parts,$(QUICK_PARTS))
 part-%:
@@ -140,6 +144,7 @@ clean:
 
 include tests/fuzz/fuzz.mk
 include tests/hardening.mk
+include tests/coverage.mk
 include embedded/embedded.mk
 include bench/train.mk
 include bench/infer.mk

@@ -14,7 +14,9 @@
 # them reach through the same rules: so a target that needs a folder another
 # target happened to make (the cause of `make embedded` failing on a clean
 # checkout) fails here, and the test stays within a few minutes.
-# Environment: MAKE_CMD (make, with its job server), SHARED; KEEP=1 keeps the clone.
+# Environment: MAKE_CMD (make, with its job server), SHARED; KEEP=1 keeps the
+# clone; CLEAN_SKIP="a b" leaves out targets another part of the run builds
+# from a fresh folder of its own (make test: web, arm64, armv7), each named.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/tests/results.sh"
@@ -35,6 +37,7 @@ git clone -q "$here" "$repo" || { echo "FAIL: git clone $here"; exit 1; }
 targets=("")
 while read -r t; do
     case $t in test*|bench*|demo*|fuzz) continue ;; esac
+    if [[ " ${CLEAN_SKIP:-} " == *" $t "* ]]; then echo "make $t: left to the part of this run that builds it"; continue; fi
     [[ " ${targets[*]} " == *" $t "* ]] || targets+=("$t")
 done < <(cd "$repo" && grep -ohE '(`make [a-z][a-z0-9-]*`|^make [a-z][a-z0-9-]*)' README.md embedded/README.md web/README.md docs/*.md |
          sed -E 's/`//g; s/^make //' | sort -u)
