@@ -65,8 +65,11 @@ enum {
 typedef struct kc_bounds {
     int dot_lanes;        /* L in the float dot bound; 0: float results bit for bit */
     double scores_rel;    /* attention scores: the scale's rounding, relative */
-    double silu_abs;      /* silu_mul and softmax_exp: absolute floor */
+    double silu_abs;      /* silu_mul: absolute floor */
     bool nan_bits;        /* f32 -> f16 keeps NaN payloads bit for bit (else any NaN) */
+    bool oracle;          /* the scalar reference: checked against exact arithmetic */
+    bool flushes;         /* subnormals flush to zero (armv7's NEON): the exact claims
+                             hold for data above 2^-126, silu_mul within 2^-126 |g u| */
 } kc_bounds;
 
 typedef struct kc_cell {
