@@ -1,7 +1,6 @@
 # make coverage: the native unit and CLI tests on a build instrumented with
 # gcov (--coverage, -O1 so the CLI tests keep their pace), then line and
 # branch coverage per folder (scripts/coverage.sh). Included by the Makefile.
-# (CC: the CLI tests that link a probe against libwisp.a need gcov's runtime.)
 COV_BUILD := $(BUILD)/coverage
 
 .PHONY: coverage
@@ -9,7 +8,7 @@ coverage:
 	@$(MAKE) --no-print-directory BUILD=$(COV_BUILD) CFLAGS="-O1 -g --coverage" LDFLAGS="--coverage" all tests
 	@find $(COV_BUILD) -name '*.gcda' -delete
 	-@tests/run_unit.sh $(COV_BUILD) $(UNIT_SRC:tests/unit/%.c=$(COV_BUILD)/tests/%)
-	-@CC="$(CC) --coverage" WISP=$(abspath $(COV_BUILD)/wisp) WISP_ASAN="" TOOLS=$(abspath $(COV_BUILD)/tests/tools) WISP_SHARED=$(SHARED) \
+	-@WISP=$(abspath $(COV_BUILD)/wisp) WISP_ASAN="" TOOLS=$(abspath $(COV_BUILD)/tests/tools) WISP_SHARED=$(SHARED) \
 	  WORK=$(abspath $(COV_BUILD)/tests/cli) tests/run_cli.sh
 	@echo
 	@echo "coverage of the native unit and CLI tests:"

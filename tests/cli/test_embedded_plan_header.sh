@@ -13,6 +13,8 @@ lib=$(dirname "$WISP")/libwisp.a
 cc=${CC:-cc}
 san=() # a sanitized library (make test-sanitize) links only with its runtimes
 [ -n "$(asan_runtime)" ] && san=(-fsanitize=address,undefined)
+# ... and one instrumented for coverage (make coverage) with gcov's
+nm "$lib" 2>/dev/null | grep -q ' U __gcov_init' && san+=(--coverage)
 model=$SHARED/models/stories260K.gguf
 
 cat >"$WORK/plan_header_probe.c" <<'EOF'
