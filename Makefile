@@ -38,10 +38,13 @@ help:
 	@echo "make              build libwisp.a and the CLI at $(BUILD)/wisp"
 	@echo "make demo         generate, fine-tune a LoRA, generate again (MODEL=, DATA= to use your own)"
 	@echo "make test         run every test (unit, golden, CLI, cross-target, sanitizers, valgrind, fuzz smoke)"
+	@echo "make test-quick   the native unit and CLI tests, with make test's summary"
 	@echo "make test-unit    unit and golden tests only (native)"
 	@echo "make test-cli     end-to-end tests of the wisp command"
+	@echo "make test-clean-checkout  every build target the READMEs show, on a fresh clone"
 	@echo "make test-sanitize  unit + CLI tests built with ASan+UBSan; test-valgrind: under valgrind memcheck"
 	@echo "make test-valgrind-full  test-valgrind with the slowest unit tests too (~25 minutes)"
+	@echo "make coverage     line and branch coverage per folder of the native unit and CLI tests (gcov)"
 	@echo "make fuzz         libFuzzer on every parser (FUZZ_SECONDS=60 each); test-fuzz-smoke: 10 s each"
 	@echo "make test-matrix-full  every truncation/corruption case of every model and adapter file"
 	@echo "make web          the npm package (wasm) in $(BUILD)/web; test-web, bench-web, demo-web"
@@ -96,9 +99,42 @@ test-cli: all $(TOOL_BIN) asan
 	@WISP=$(abspath $(BUILD)/wisp) WISP_ASAN=$(abspath $(BUILD)/asan/wisp) TOOLS=$(abspath $(BUILD)/tests/tools) WISP_SHARED=$(SHARED) \
 	  WORK=$(abspath $(BUILD)/tests/cli) tests/run_cli.sh
 
-# valgrind first: it is the longest serial run (about 10 minutes), so with -j2
-# everything else runs beside it
-test: test-valgrind test-unit test-cli test-sanitize test-web test-embedded test-arm test-wasm test-fuzz-smoke
+# make test runs every part even after one failed (valgrind first: it is the
+# longest serial run, about 10 minutes, so with -j2 everything else runs beside
+# it), then adds up what each recorded into the closing line "N passed, N
+# failed, N skipped" (tests/run_part.sh, tests/summary.sh). What every part
+# needs is built first, once, so parts running side by side never build the
+# same file. Before anything, test-deps installs what the suite needs or stops
+# naming it. make test-quick: the native unit and CLI tests only.
+TEST_PARTS   := test-valgrind test-unit test-cli test-sanitize test-web test-embedded test-arm test-wasm test-fuzz-smoke \
+                test-clean-checkout
+QUICK_PARTS  := test-unit test-cli
+TEST_RESULTS := $(BUILD)/test-results
+run_parts = +@rm -rf $(TEST_RESULTS); \
+	tests/run_part.sh --build $(TEST_RESULTS) build $(MAKE) --no-print-directory all tests asan; \
+	$(MAKE) --no-print-directory $(1:%=part-%); \
+	tests/summary.sh $(TEST_RESULTS)
+
+.PHONY: test-quick test-deps
+# the packages (installed when root with apt, else a stop naming them and the
+# command), then the web tests' npm tools
+test-deps:
+	@scripts/install-deps.sh
+	@$(MAKE) --no-print-directory web-deps
+test: test-deps
+	$(call run_parts,$(TEST_PARTS))
+# test-web, test-arm and test-wasm build these from fresh folders of their own,
+# so make test's clean checkout leaves them out (alone, it builds them all)
+test: export CLEAN_SKIP = web arm64 armv7
+test-quick:
+	$(call run_parts,$(QUICK_PARTS))
+part-%:
+	@tests/run_part.sh $(TEST_RESULTS) $* $(MAKE) --no-print-directory $*
+
+# every build target the READMEs show, on a fresh clone (tests/clean_checkout.sh)
+.PHONY: test-clean-checkout
+test-clean-checkout:
+	@MAKE_CMD="$(MAKE)" SHARED=$(SHARED) tests/clean_checkout.sh
 
 demo: all
 	@scripts/demo.sh $(MODEL) $(DATA)
@@ -108,6 +144,7 @@ clean:
 
 include tests/fuzz/fuzz.mk
 include tests/hardening.mk
+include tests/coverage.mk
 include embedded/embedded.mk
 include bench/train.mk
 include bench/infer.mk

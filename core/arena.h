@@ -47,7 +47,9 @@ static inline size_t wisp_arena_round(size_t n) {
     return (n + (WISP_ARENA_ALIGN - 1)) & ~(size_t)(WISP_ARENA_ALIGN - 1);
 }
 
-/* Start carving `mem` (may be NULL with size 0 to only count). */
+/* Start carving `size` bytes at `mem`. A NULL `mem` gives an empty arena in
+ * which every allocation fails: an arena never counts; plans are measured by
+ * the layout functions that also carve (see core/train_plan.c). */
 void wisp_arena_init(wisp_arena *a, void *mem, size_t size);
 
 /* Carve `bytes` (rounded up) for `part`; zero-filled. NULL if it does not fit. */

@@ -151,7 +151,11 @@ void wisp_kernels_complete(wisp_kernels *k) {
         if (!k->dequant_t[t]) k->dequant_t[t] = wisp_dequant_t_reference;
         if (!k->quantize_row[t]) k->quantize_row[t] = r->quantize_row[t];
     }
-#define FILL(f) if (!k->f) k->f = r->f
+/* a statement of its own, safe after an unbraced if/else */
+#define FILL(f)                  \
+    do {                         \
+        if (!k->f) k->f = r->f;  \
+    } while (0)
     FILL(dot_f32);
     FILL(dot_f16_f32);
     FILL(axpy_f32);

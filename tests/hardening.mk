@@ -40,7 +40,7 @@ test-sanitize:
 	@$(SAN_ENV) WISP=$(abspath $(SAN_BUILD)/wisp) WISP_ASAN=$(abspath $(SAN_BUILD)/wisp) \
 	  TOOLS=$(abspath $(SAN_BUILD)/tests/tools) WISP_SHARED=$(SHARED) WORK=$(abspath $(SAN_BUILD)/tests/cli) tests/run_cli.sh
 
-vg_run = @command -v valgrind >/dev/null || { echo "SKIP: $@: valgrind not found (apt-get install valgrind)"; exit 0; }; \
+vg_run = @command -v valgrind >/dev/null || { echo "FAIL: $@: valgrind not found (apt-get install valgrind)"; exit 1; }; \
 	  WISP_KERNELS=$(VG_KERNELS) VALGRIND="$(VG_CMD)" tests/run_valgrind.sh $(abspath $(VG_BUILD)) $(SHARED) "$(VG_CLI)" $(1)
 
 test-valgrind: all tests

@@ -461,7 +461,7 @@ API int32_t ww_next(ww_model *m) {
     }
     if (m->n_cached == 0) return wisp_fail(&m->err, WISP_ERR_ARG, "no prompt was evaluated"), -1;
     int32_t next = wisp_sample(m->ctx, &m->sampler, m->cached, (size_t)m->n_cached);
-    if (next < 0) return wisp_fail(&m->err, WISP_ERR_NUMERIC, "sampling failed (non-finite logits?)"), -1;
+    if (next < 0) return wisp_fail(&m->err, WISP_ERR_NUMERIC, "no logits to sample from (the last step kept none)"), -1;
     if (wisp_tokenizer_is_eog(wisp_ctx_tokenizer(m->ctx), next)) return WW_END;
     m->pending = next;
     return next;

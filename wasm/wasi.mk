@@ -29,8 +29,8 @@ WASI_UNIT_BIN := $(filter-out $(WASI_NO_UNIT:%=$(WASI_BUILD)/tests/%),$(UNIT_SRC
 # CLI tests make test runs under node (test-wasm-full runs them all)
 WASI_QUICK_CLI := test_golden_logits test_run_greedy test_bad_input test_plan_exact test_convert_llama2c
 
-# Without the WASI toolchain or node the runs cannot happen: say so loudly
-# instead of passing (.ci/run installs them).
+# Without the WASI toolchain or node the runs cannot happen: fail, naming
+# them (scripts/install-deps.sh installs them).
 WASI_MISSING := $(strip $(foreach t,$(firstword $(WASI_CC)) $(WASI_AR) node,$(if $(shell command -v $(t) 2>/dev/null),,$(t))) \
                   $(if $(wildcard /usr/include/wasm32-wasi/stdio.h),,wasi-libc))
 WASI_APT := clang-14 lld-14 llvm-14 wasi-libc libclang-rt-14-dev-wasm32 nodejs
@@ -45,7 +45,7 @@ wasi_run = TOOLS=$(abspath $(BUILD)/tests/tools) WISP_SHARED=$(SHARED) tests/cro
 
 ifneq ($(WASI_MISSING),)
 test-wasm:
-	@echo "SKIP: test-wasm: $(WASI_MISSING) not found (apt-get install $(WASI_APT))"
+	@echo "FAIL: test-wasm: $(WASI_MISSING) not found (apt-get install $(WASI_APT))"; exit 1
 else
 test-wasm: wasi $(TOOL_BIN)
 	@$(call wasi_run,--cli-tests "$(WASI_QUICK_CLI)")

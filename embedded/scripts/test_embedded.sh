@@ -2,7 +2,7 @@
 # make test-embedded: build the firmware, run it under QEMU and check it
 # against the native engine, then print the budget table.
 #
-# Checks, per board whose toolchain and emulator are installed:
+# Checks, per board (a missing toolchain or emulator is a failure, named):
 #   infer-*        greedy text byte-identical to `wisp run --temp 0` on the same
 #                  GGUF (scalar kernels); exit 0; stack within its reserve; plan within the arena;
 #                  the instruction count is the same on a second run (M4)
@@ -30,33 +30,39 @@ set -u
 : "${EMB_TRAIN_TEXT:?}" "${EMB_TRAIN_SEQ:?}" "${EMB_TRAIN_RANK:?}" "${EMB_TRAIN_TARGETS:?}" "${EMB_TRAIN_STEPS:?}"
 : "${EMB_TRAIN_LR:?}" "${EMB_TRAIN_SEED:?}"
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../tests/results.sh"
 run=$here/run.sh
 work=$EMB/test
 mkdir -p "$work"
 pass=0; fail=0; skip=0; failed=()
+results_open "embedded tests"
 
-# ok|bad|skipped NAME MESSAGE...: one result line (the message words are joined)
+# ok|bad NAME MESSAGE...: one result line (the message words are joined)
 ok()      { pass=$((pass+1)); printf 'PASS  %-26s %s\n' "$1" "${*:2}"; }
-bad()     { fail=$((fail+1)); failed+=("$1"); printf 'FAIL  %-26s %s\n' "$1" "${*:2}"; }
-skipped() { skip=$((skip+1)); printf 'SKIP  %-26s %s\n' "$1" "${*:2}"; }
+bad()     { fail=$((fail+1)); failed+=("$1"); printf 'FAIL  %-26s %s\n' "$1" "${*:2}"; results_add fail "embedded: $1" "${*:2}"; }
+# finish: the summary line (also for make test's closing summary) and the verdict
+finish() {
+    results_add suite "embedded tests" "$pass" "$fail" "$skip"
+    echo "embedded tests: $pass passed, $fail failed, $skip skipped"
+    [ $fail -eq 0 ] || { echo "failed: ${failed[*]}"; exit 1; }
+    exit 0
+}
 show() { sed 's/^/      | /' "$1" | tail -n "${2:-20}"; }
 
+# Anything missing fails: a skipped board would let the suite pass unseen.
 for f in models/stories260K.gguf data/tinyshakespeare.txt; do
-    if [ ! -f "$WISP_SHARED/$f" ]; then
-        echo "SKIP: missing $WISP_SHARED/$f (set SHARED to the shared reference folder)"
-        echo "embedded tests: 0 passed, 0 failed, 1 skipped"
-        exit 0
-    fi
+    [ -f "$WISP_SHARED/$f" ] || bad "shared" "missing $WISP_SHARED/$f (set SHARED to the shared reference folder)"
 done
+[ $fail -eq 0 ] || finish
 
 # Which boards can be built and run here.
 have() { command -v "$1" >/dev/null 2>&1; }
 boards=()
 if have arm-none-eabi-gcc && have qemu-system-arm; then boards+=(m4 m7); arm=1; else arm=0; fi
 if have riscv64-unknown-elf-gcc && have qemu-system-riscv64; then boards+=(rv64); rv=1; else rv=0; fi
-[ $arm = 1 ] || skipped "cortex-m" "SKIP: arm-none-eabi-gcc or qemu-system-arm not installed (see .ci/run)"
-[ $rv = 1 ] || skipped "risc-v" "SKIP: riscv64-unknown-elf-gcc or qemu-system-riscv64 not installed (see .ci/run)"
-[ ${#boards[@]} -gt 0 ] || { echo "embedded tests: 0 passed, 0 failed, $skip skipped"; exit 0; }
+[ $arm = 1 ] || bad "cortex-m" "arm-none-eabi-gcc or qemu-system-arm not installed (scripts/install-deps.sh)"
+[ $rv = 1 ] || bad "risc-v" "riscv64-unknown-elf-gcc or qemu-system-riscv64 not installed (scripts/install-deps.sh)"
+[ ${#boards[@]} -gt 0 ] || finish
 
 targets=("$EMB/tools/libinsn.so")
 for b in "${boards[@]}"; do targets+=("$EMB/infer-$b.elf"); done
@@ -64,7 +70,7 @@ for b in "${boards[@]}"; do targets+=("$EMB/infer-$b.elf"); done
                           "$EMB/kernel-check-m4.elf" "$EMB/kernel-check-m7.elf" "$EMB/kernel-check-m33.elf")
 if ! $MAKE_CMD "${targets[@]}" >"$work/build.log" 2>&1; then
     bad build "make ${targets[*]##*/}"; show "$work/build.log" 40
-    echo "embedded tests: $pass passed, $fail failed, $skip skipped"; exit 1
+    finish
 fi
 
 # native N: the reference text for N tokens. The scalar kernels, because the
@@ -258,5 +264,4 @@ row() { # row FIRMWARE BOARD SIZE-TOOL SRAM-BUDGET-KIB ERR-FILE PREFILL PER-UNIT
     echo "(inference: ctx $EMB_CTX, $EMB_N_PREDICT tokens; training: $EMB_TRAIN_STEPS steps of $EMB_TRAIN_SEQ tokens, rank $EMB_TRAIN_RANK on $EMB_TRAIN_TARGETS)"
 } | tee "$EMB/budget.txt"
 
-echo "embedded tests: $pass passed, $fail failed, $skip skipped"
-[ $fail -eq 0 ] || { echo "failed: ${failed[*]}"; exit 1; }
+finish

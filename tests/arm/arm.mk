@@ -37,8 +37,8 @@ ARM_CLI_ARMV7   := $(ARM_CLI) test_bad_input
 arm_unit = $(UNIT_SRC:tests/unit/%.c=$(1)/tests/%)
 arm_quick_unit = $(filter-out $(ARM_SLOW_UNIT),$(UNIT_SRC:tests/unit/%.c=%))
 
-# Without a cross compiler or qemu-user the ARM runs cannot happen: say so
-# loudly instead of passing (.ci/run installs them).
+# Without a cross compiler or qemu-user the ARM runs cannot happen: fail,
+# naming them (scripts/install-deps.sh installs them).
 cross_missing = $(strip $(foreach t,$(1),$(if $(shell command -v $(t) 2>/dev/null),,$(t))))
 ARM64_MISSING := $(call cross_missing,$(firstword $(ARM64_CC)) qemu-aarch64)
 ARMV7_MISSING := $(call cross_missing,$(firstword $(ARMV7_CC)) qemu-arm)
@@ -59,7 +59,7 @@ test-arm: test-arm-a53 test-arm-a76 test-arm-armv7
 
 ifneq ($(ARM64_MISSING),)
 test-arm-a53 test-arm-a76:
-	@echo "SKIP: $@: $(ARM64_MISSING) not found (apt-get install $(ARM_APT))"
+	@echo "FAIL: $@: $(ARM64_MISSING) not found (apt-get install $(ARM_APT))"; exit 1
 else
 # The same binaries as on the a76: only the level choice differs here.
 test-arm-a53: arm64 $(TOOL_BIN)
@@ -73,7 +73,7 @@ endif
 
 ifneq ($(ARMV7_MISSING),)
 test-arm-armv7:
-	@echo "SKIP: $@: $(ARMV7_MISSING) not found (apt-get install $(ARM_APT))"
+	@echo "FAIL: $@: $(ARMV7_MISSING) not found (apt-get install $(ARM_APT))"; exit 1
 else
 test-arm-armv7: armv7 $(TOOL_BIN)
 	@GOLDEN_MODELS="$(ARM_GOLDEN_ARMV7)" $(call arm_run,armv7-cortex-a7,$(ARMV7_BUILD),$(QEMU_ARMV7) cortex-a7,\

@@ -5,7 +5,8 @@ SHARED=$WISP_SHARED
 checks=0
 fail() { echo "FAIL: $*"; exit 1; }
 ok() { checks=$((checks+1)); }
-# need FILE...: skip the whole test loudly if reference files are missing
+# need FILE...: stop the whole test loudly if reference files are missing (a
+# skip for something missing, which the runners count as a failure)
 need() {
     for f in "$@"; do
         [ -e "$SHARED/$f" ] || { echo "SKIP: missing $SHARED/$f (set WISP_SHARED to the shared reference folder)"; exit 77; }
@@ -24,4 +25,12 @@ expect_fail() {
 # (test-sanitize): what must come first in LD_PRELOAD, and what valgrind
 # cannot run
 asan_runtime() { ldd "$WISP" 2>/dev/null | awk '/libasan/ {print $3; exit}'; }
-done_ok() { echo "ok: $checks checks"; exit 0; }
+# skip_platform WHY: what this test checks does not exist on this platform (a
+# cross-target run, no such CPU feature): the only skip the runners accept.
+# Anything missing (../shared, a tool) is a failure: use need or fail.
+skip_platform() { echo "SKIP (platform): $*"; exit 77; }
+# done_ok: the verdict; a test that ran no check (an empty case list) fails
+done_ok() {
+    [ "$checks" -gt 0 ] || fail "no checks ran (an empty case list?)"
+    echo "ok: $checks checks"; exit 0
+}

@@ -9,10 +9,12 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 lib=$(dirname "$WISP")/libwisp.a
 # The probe links the native library beside the CLI; cross runs (qemu-user)
 # wrap the CLI elsewhere and have no host library to link.
-[ -f "$lib" ] || { echo "SKIP: no host libwisp.a next to $WISP (a cross-target run)"; exit 77; }
+[ -f "$lib" ] || skip_platform "no host libwisp.a next to $WISP (a cross-target run)"
 cc=${CC:-cc}
 san=() # a sanitized library (make test-sanitize) links only with its runtimes
 [ -n "$(asan_runtime)" ] && san=(-fsanitize=address,undefined)
+# ... and one instrumented for coverage (make coverage) with gcov's
+nm "$lib" 2>/dev/null | grep -q ' U __gcov_init' && san+=(--coverage)
 model=$SHARED/models/stories260K.gguf
 
 cat >"$WORK/plan_header_probe.c" <<'EOF'

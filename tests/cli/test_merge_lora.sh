@@ -8,7 +8,7 @@ need models/stories260K.gguf golden/adapters/stories260K-r4/adapter.gguf golden/
     golden/adapters/stories260K-r4/logits-with-adapter.json models/synthetic/syn-llama-gqa-f32.gguf \
     models/synthetic/syn-llama-gqa-q8_0.gguf models/synthetic/syn-llama-gqa-q4_k_m.gguf golden/logits/syn-llama-gqa-f32.json
 "$WISP" logits --help 2>&1 | grep -q -- "--lora" ||
-    { echo "SKIP: wisp logits has no --lora option in this build (the inference adapter API is not wired yet)"; exit 77; }
+    fail "wisp logits has no --lora option in this build"
 A=$SHARED/golden/adapters/stories260K-r4
 BASE=$SHARED/models/stories260K.gguf
 D=$WORK/merge-lora

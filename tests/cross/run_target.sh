@@ -15,6 +15,7 @@
 # Wrappers and logs go to BUILD_DIR/run-LABEL/.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/results.sh"
 kernels="" unavailable="" unit_tests="" cli_tests="" skips=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -50,23 +51,28 @@ echo "== $label: ${runner[*]}"
 wrap "$build/wisp" wisp
 wisp=$out/bin/wisp
 fail=0
+# this script's own checks (the kernel level) are recorded beside the suites'
+results_open "target checks on $label"
+own_pass=0 own_fail=0 own_skip=0
+own_ok()   { own_pass=$((own_pass+1)); echo "$1"; }
+own_bad()  { own_fail=$((own_fail+1)); fail=1; echo "FAIL: $1"; results_add fail "$label: $2" "$1"; }
 
 # the kernel level the target really uses
 model=$WISP_SHARED/models/stories260K.gguf
 if [ -n "$kernels" ]; then
     if [ -f "$model" ]; then
         got=$("$wisp" info -m "$model" | sed -n 's/^ *kernels *//p')
-        if [ "$got" = "$kernels" ]; then echo "kernels: $got (as expected)"
-        else echo "FAIL: wisp info reports kernels '$got', expected '$kernels'"; fail=1; fi
+        if [ "$got" = "$kernels" ]; then own_ok "kernels: $got (as expected)"
+        else own_bad "wisp info reports kernels '$got', expected '$kernels'" kernel-level; fi
     else
-        echo "SKIP: kernel level check: missing $model"
+        own_bad "kernel level check: missing $model" kernel-level
     fi
 fi
 if [ -n "$unavailable" ]; then
     if msg=$(WISP_KERNELS=$unavailable "$wisp" info -m "$model" 2>&1); then
-        echo "FAIL: WISP_KERNELS=$unavailable was accepted on $label"; fail=1
+        own_bad "WISP_KERNELS=$unavailable was accepted on $label" unavailable-level
     else
-        echo "refused as expected: $(echo "$msg" | head -n1)"
+        own_ok "refused as expected: $(echo "$msg" | head -n1)"
     fi
 fi
 
@@ -80,7 +86,11 @@ for bin in "$build"/tests/test_*; do
     wrap "$bin" "$name"
 done
 [ ${#left[@]} -eq 0 ] || echo "unit tests not run on $label (the -full target runs them): ${left[*]}"
-for s in "${skips[@]+"${skips[@]}"}"; do echo "SKIP  ${s%%=*}: ${s#*=}"; done
+for s in "${skips[@]+"${skips[@]}"}"; do
+    echo "SKIP  ${s%%=*} (platform): ${s#*=}"
+    own_skip=$((own_skip+1)); results_add skip "$label: ${s%%=*}" "${s#*=}"
+done
+results_add suite "target checks on $label" "$own_pass" "$own_fail" "$own_skip"
 "$here/run_each.sh" "unit tests on $label" "$out/tests" "${units[@]}" || fail=1
 
 # CLI tests, golden logits included: a subset when asked, the rest listed

@@ -7,6 +7,7 @@
 # Environment: WISP_SHARED (reference folder), TOOLS (built test tools),
 # WISP (the CLI, for PEFT exports of the tiny adapters).
 set -u
+. "$(dirname "$0")/../results.sh"
 mkdir -p "$1"
 dir=$(realpath "$1"); secs=$2; shift 2
 names=("$@")
@@ -15,7 +16,13 @@ S=$(realpath -m "${WISP_SHARED:-../shared}")
 T=$(realpath "${TOOLS:?set TOOLS to the built test tools}")
 W=$(realpath "${WISP:?set WISP to the wisp binary}")
 seeds="$dir/seeds"
-status=0; total=0
+status=0; total=0; passed=0; failed=0
+results_open "fuzz"
+# the seeds come from ../shared: without them the harnesses would start blind
+if [ ! -f "$S/models/stories260K.gguf" ]; then
+    echo "FAIL  fuzz: missing $S/models/stories260K.gguf (set WISP_SHARED to the shared reference folder)"
+    results_add fail fuzz "missing $S/models/stories260K.gguf"; results_add suite fuzz 0 1 0; exit 1
+fi
 mkdir -p "$seeds"
 
 seed() { # seed NAME FILE...: link existing files into the corpus
@@ -201,13 +208,22 @@ EOF
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     total=$((total + ${execs:-0}))
     if [ $rc -ne 0 ]; then
-        status=1
+        status=1; failed=$((failed+1))
         echo "FAIL  $name: exit $rc after ${execs:-?} executions; reproducer in $dir/crashes/$name"
+        results_add fail "fuzz: $name" "exit $rc after ${execs:-?} executions; reproducer in $dir/crashes/$name"
         grep -m5 -E "ERROR|SUMMARY|runtime error" "$log" | sed 's/^/      | /'
+    elif [ "${execs:-0}" -eq 0 ]; then # a harness that ran nothing proved nothing
+        status=1; failed=$((failed+1))
+        echo "FAIL  $name: no input was executed"; tail -n 5 "$log" | sed 's/^/      | /'
+        results_add fail "fuzz: $name" "no input was executed"
     else
+        passed=$((passed+1))
         printf 'PASS  %-18s %9s executions in %ss (%s/s), corpus %s inputs\n' "$name" "${execs:-?}" "$secs" \
             "$(( ${execs:-0} / (secs > 0 ? secs : 1) ))" "$(ls "$c" | wc -l)"
     fi
 done
 echo "fuzz: $total executions in total"
+[ ${#names[@]} -gt 0 ] || { status=1; failed=1; echo "FAIL  no fuzz harness to run"; results_add fail fuzz "no harness to run"; }
+results_add suite "fuzz (${secs} s each)" "$passed" "$failed" 0
+echo "fuzz: $passed passed, $failed failed, 0 skipped"
 exit $status

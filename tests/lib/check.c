@@ -26,6 +26,12 @@ void check_skip(const char *test_name, const char *reason) {
     exit(77);
 }
 
+void check_skip_platform(const char *test_name, const char *reason) {
+    printf("SKIP %s (platform): %s\n", test_name, reason);
+    fflush(stdout);
+    exit(77);
+}
+
 const char *shared_path(const char *relative) {
     static char slots[8][1024];
     static int next = 0;

@@ -1,6 +1,6 @@
 /* A tiny test harness. Every check that fails prints where and why, and the
  * test's exit status is the verdict: 0 pass, 1 fail, 77 skip (a skip always
- * says what was missing). */
+ * says why; only a platform skip passes the runners, see check_skip_platform). */
 #ifndef WISP_CHECK_H
 #define WISP_CHECK_H
 
@@ -40,8 +40,16 @@ extern int check_count;
  * checked at all (a test that asserts nothing is a failure). */
 int check_report(const char *test_name);
 
-/* Print "SKIP <test>: <reason>" and exit 77. */
+/* Print "SKIP <test>: <reason>" and exit 77: the test cannot run because
+ * something it needs is missing (a ../shared file, a tool). The runners FAIL
+ * such a test with the reason (tests/run_each.sh): a skip must not hide a
+ * missing prerequisite. */
 void check_skip(const char *test_name, const char *reason);
+
+/* Print "SKIP <test> (platform): <reason>" and exit 77: what the test checks
+ * does not exist on this platform (no AVX-512 on this CPU, an ASan build that
+ * replaces the allocator). The runners count and list it as a skip. */
+void check_skip_platform(const char *test_name, const char *reason);
 
 /* Path of a file under the shared reference folder (WISP_SHARED, default
  * ../shared next to the repository), or NULL if it does not exist.

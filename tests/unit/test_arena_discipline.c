@@ -100,7 +100,7 @@ static void run_model(const char *rel, int32_t n_ctx) {
 
 int main(void) {
 #ifdef ALLOCATOR_REPLACED
-    check_skip("test_arena_discipline", "built with ASan, which replaces the allocator this test counts "
+    check_skip_platform("test_arena_discipline", "built with ASan, which replaces the allocator this test counts "
                                         "(test_arena_limits checks the arena under ASan)");
 #endif
     /* the counter must be able to see an allocation, or its zero means nothing */
@@ -109,7 +109,7 @@ int main(void) {
     counting = 0;
     free(probe);
     if (alloc_calls == 0) /* valgrind redirects malloc even in the executable */
-        check_skip("test_arena_discipline", "the allocator is replaced (valgrind?): allocations cannot be counted");
+        check_skip_platform("test_arena_discipline", "the allocator is replaced (valgrind?): allocations cannot be counted");
     CHECK(alloc_calls == 1, "the allocation counter works (%ld)", alloc_calls);
     alloc_calls = 0;
     if (!shared_path("models/stories260K.gguf")) check_skip("test_arena_discipline", "missing ../shared/models/stories260K.gguf");

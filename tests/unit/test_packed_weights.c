@@ -144,6 +144,6 @@ int main(void) {
         }
         tested += check_level(table);
     }
-    if (!tested) check_skip("test_packed_weights", "no kernel level this CPU has packs weights (AVX-512 VNNI does)");
+    if (!tested) check_skip_platform("test_packed_weights", "no kernel level this CPU has packs weights (AVX-512 VNNI does)");
     return check_report("test_packed_weights");
 }

@@ -1,8 +1,9 @@
 // Helpers for the web tests (make test-web runs each web/test/test_*.mjs
-// through tests/run_each.sh). A test exits 0 when it
-// passes, 77 when it cannot run here (printing "SKIP: why"), anything else
-// when it fails. Environment: WEB_OUT (the built package), WEB_DEPS (npm
-// tools), WISP (native CLI), WISP_SHARED (reference data), WORK (scratch).
+// through tests/run_each.sh). A test exits 0 when it passes (having checked
+// something), 77 when it cannot run here (printing "SKIP: why"; run_each.sh
+// fails such a skip unless it is a fact of the platform), anything else when
+// it fails. Environment: WEB_OUT (the built package), WEB_DEPS (npm tools),
+// WISP (native CLI), WISP_SHARED (reference data), WORK (scratch).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -57,6 +58,7 @@ export async function expectError(fn, code, what) {
 }
 
 export function done() {
+  if (checks === 0) fail('no checks ran'); // a test that asserts nothing fails
   console.log(`ok: ${checks} checks`);
   process.exit(0);
 }
