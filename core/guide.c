@@ -7,7 +7,6 @@
 #define MAX_STATES 8192 /* distinct states one mask walk may meet */
 #define TRANS_CAP 65536 /* (state, byte) steps remembered in one walk (a power of two) */
 #define DEAD 0xFFFFFFFFu
-#define LOOP_MIN_NODES 4 /* subtrees smaller than this are walked, not checked for loops */
 #define CACHE_SLOTS 16   /* masks remembered (least recently used is evicted) */
 #define CACHE_KEY_MAX 32 /* states with more stacks than this are not cached */
 
@@ -24,8 +23,6 @@ static size_t guide_arrays(const wisp_token_trie *t, wisp_guide *gd, wisp_arena 
         {(void **)(gd ? &gd->state_hash : NULL), MAX_STATES * 4},
         {(void **)(gd ? &gd->state_table : NULL), 2 * MAX_STATES * 4},
         {(void **)(gd ? &gd->trans : NULL), 2 * (size_t)TRANS_CAP * 4},
-        {(void **)(gd ? &gd->loop_known : NULL), MAX_STATES * 8},
-        {(void **)(gd ? &gd->loop_yes : NULL), MAX_STATES * 8},
         {(void **)(gd ? &gd->cache_mask : NULL), CACHE_SLOTS * mask_words(t) * 4},
         {(void **)(gd ? &gd->cache_key : NULL), CACHE_SLOTS * CACHE_KEY_MAX * 4},
         {(void **)(gd ? &gd->cache_info : NULL), CACHE_SLOTS * 4 * 4},
@@ -118,7 +115,6 @@ static uint32_t intern(wisp_guide *gd, wisp_gstate s) {
             if (gd->n_states == gd->max_states) return DEAD;
             uint32_t id = gd->n_states++;
             gd->states[id] = s, gd->state_hash[id] = h;
-            gd->loop_known[id] = gd->loop_yes[id] = 0;
             gd->state_table[i] = id + 1;
             return id;
         }
@@ -128,57 +124,6 @@ static uint32_t intern(wisp_guide *gd, wisp_gstate s) {
             return e - 1;
         }
     }
-}
-
-/* The state after `from` takes `byte` (DEAD: refused), each (state, byte)
- * step computed once per walk. */
-static wisp_status step_memo(wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t *next, wisp_error *err) {
-    uint32_t tmask = gd->trans_cap - 1, key = ((from << 8) | byte) + 1, slot;
-    for (slot = (key * 0x9E3779B1u >> 7) & tmask;; slot = (slot + 1) & tmask) {
-        uint32_t k = gd->trans[2 * slot];
-        if (k == key) {
-            *next = gd->trans[2 * slot + 1];
-            return WISP_OK;
-        }
-        if (k == 0) break;
-    }
-    wisp_gstate to;
-    wisp_status st = wisp_matcher_step(&gd->m, gd->states[from], byte, &to);
-    if (st) return st;
-    *next = DEAD;
-    if (to.n) {
-        *next = intern(gd, to);
-        if (*next == DEAD) return wisp_fail(err, WISP_ERR_CAPACITY, "grammar: more than %u states in one mask", gd->max_states);
-    }
-    if (gd->n_trans < gd->trans_cap / 2) { /* past half full, steps are computed without remembering */
-        gd->trans[2 * slot] = key, gd->trans[2 * slot + 1] = *next;
-        gd->n_trans++;
-    }
-    return WISP_OK;
-}
-
-/* Does every byte of the byte groups `need` (bit g: bytes 4g..4g+3) take
- * state `s` back to itself? Answered per group once per walk, lazily, and
- * stopping at the first group that does not. */
-static wisp_status loops_over(wisp_guide *gd, uint32_t s, uint64_t need, bool *loops, wisp_error *err) {
-    *loops = false;
-    if (need & gd->loop_known[s] & ~gd->loop_yes[s]) return WISP_OK;
-    uint64_t todo = need & ~gd->loop_known[s];
-    for (int g = 0; g < 64; g++) {
-        if (!((todo >> g) & 1u)) continue;
-        bool yes = true;
-        for (int b = 4 * g; b < 4 * g + 4 && yes; b++) {
-            uint32_t next;
-            wisp_status st = step_memo(gd, s, (uint8_t)b, &next, err);
-            if (st) return st;
-            yes = next == s;
-        }
-        gd->loop_known[s] |= 1ull << g;
-        if (yes) gd->loop_yes[s] |= 1ull << g;
-        else return WISP_OK;
-    }
-    *loops = true;
-    return WISP_OK;
 }
 
 /* The full mask by walking the trie from the committed state. */
@@ -207,32 +152,38 @@ static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
     int d = 0;
     gd->walk_state[0] = intern(gd, root);
     gd->walk_end[0] = t->n_nodes;
-    gd->n_trans = 0;
     wisp_status st = WISP_OK;
+    uint32_t tmask = gd->trans_cap - 1, n_trans = 0;
     for (uint32_t i = 1; i < t->n_nodes;) {
         while (i >= gd->walk_end[d]) d--; /* leave finished subtrees */
-        uint32_t next;
-        if ((st = step_memo(gd, gd->walk_state[d], t->edge[i], &next, err))) break;
+        uint32_t from = gd->walk_state[d], key = ((from << 8) | t->edge[i]) + 1, next = DEAD, slot;
+        bool known = false;
+        for (slot = (key * 0x9E3779B1u >> 7) & tmask;; slot = (slot + 1) & tmask) {
+            uint32_t k = gd->trans[2 * slot];
+            if (k == key) {
+                next = gd->trans[2 * slot + 1], known = true;
+                break;
+            }
+            if (k == 0) break;
+        }
+        if (!known) {
+            wisp_gstate to;
+            if ((st = wisp_matcher_step(m, gd->states[from], t->edge[i], &to))) break;
+            if (to.n) {
+                next = intern(gd, to);
+                if (next == DEAD) {
+                    st = wisp_fail(err, WISP_ERR_CAPACITY, "grammar: more than %u states in one mask", gd->max_states);
+                    break;
+                }
+            }
+            if (n_trans < gd->trans_cap / 2) { /* past half full, steps are computed without remembering */
+                gd->trans[2 * slot] = key, gd->trans[2 * slot + 1] = next;
+                n_trans++;
+            }
+        }
         if (next == DEAD) { /* refused: nothing below this node can follow either */
             i = t->skip[i];
             continue;
-        }
-        /* a big subtree whose every byte leads back to this same state (string contents):
-         * all its tokens are allowed, without walking it. Asked only where this edge looped
-         * (next == its parent's state), so states that never loop cost nothing extra */
-        if (next == gd->walk_state[d] && t->skip[i] - i > LOOP_MIN_NODES) {
-            bool loops;
-            if ((st = loops_over(gd, next, t->sub_groups[i], &loops, err))) break;
-            if (loops) {
-                for (uint32_t k = t->sub_first[i]; k < t->sub_first[t->skip[i]]; k++) {
-                    int32_t id = t->sorted[k];
-                    gd->mask[id >> 5] |= 1u << (id & 31);
-                }
-                allowed += t->sub_first[t->skip[i]] - t->sub_first[i];
-                gd->n_whole_subtrees++;
-                i = t->skip[i];
-                continue;
-            }
         }
         for (uint32_t k = 0; k < t->tok_count[i]; k++) {
             int32_t id = t->sorted[t->tok_first[i] + k];

@@ -35,8 +35,6 @@ typedef struct wisp_token_trie {
     uint32_t n_sorted;     /* tokens with at least one byte */
     uint8_t *bytes;        /* every token's bytes, one after another */
     uint32_t *off;         /* [n_vocab + 1] where token i's bytes are */
-    uint32_t *sub_first;   /* [n_nodes + 1] index into `sorted` of the first token in the node's subtree */
-    uint64_t *sub_groups;  /* [n_nodes] byte groups (bit g: bytes 4g..4g+3) on the edges below the node */
     int32_t eog[WISP_TOKENIZER_MAX_EOG];
     int n_eog;
 } wisp_token_trie;
@@ -58,10 +56,7 @@ typedef struct wisp_guide {
     uint32_t *state_hash;  /* [max_states] */
     uint32_t *state_table; /* [2 x max_states] open addressing: state id + 1 */
     uint32_t *trans;       /* [2 x trans_cap] (state << 8 | byte) + 1, then the next state (DEAD: refused) */
-    uint32_t n_states, max_states, trans_cap, n_trans;
-    /* per state of a walk: byte groups (bit g: bytes 4g..4g+3) known to lead back to the
-     * same state, and which of those were asked; a subtree using only such bytes is allowed whole */
-    uint64_t *loop_known, *loop_yes; /* [max_states] */
+    uint32_t n_states, max_states, trans_cap;
     /* masks of recent committed states, keyed by their sorted node ids (valid while the
      * matcher's epoch stays the same): inside a JSON string or a repeated item the same
      * state comes back token after token, and its mask is then a copy, not a walk */
@@ -73,7 +68,6 @@ typedef struct wisp_guide {
     wisp_error error;      /* why the sampler stage returned -1 */
     uint64_t n_checks, n_masks, n_forced; /* what the stage did (for statistics) */
     uint64_t n_cache_hits; /* masks copied from the cache */
-    uint64_t n_whole_subtrees; /* trie subtrees allowed whole (their bytes loop on one state) */
 } wisp_guide;
 
 /* Exact bytes wisp_guide_init carves (part "grammar"), for a compiled grammar. */

@@ -50,8 +50,6 @@ static void lay_out(layout *l, wisp_token_trie *t, int32_t n_vocab, size_t total
     t->sorted = take(l, (size_t)n_vocab, 4);
     t->bytes = take(l, total ? total : 1, 1);
     t->off = take(l, (size_t)n_vocab + 1, 4);
-    t->sub_first = take(l, nodes + 1, 4);
-    t->sub_groups = take(l, nodes, 8);
     *path = take(l, longest + 1, 4);
 }
 
@@ -155,17 +153,5 @@ wisp_status wisp_token_trie_init(wisp_token_trie *t, const wisp_tokenizer *tok, 
     while (depth > 0) t->skip[path[depth--]] = nodes;
     t->skip[0] = nodes;
     t->n_nodes = nodes;
-    /* tokens were numbered in node order, so a subtree's tokens are one run of `sorted` */
-    uint32_t before = 0;
-    for (uint32_t i = 0; i < nodes; i++) {
-        t->sub_first[i] = before;
-        before += t->tok_count[i];
-    }
-    t->sub_first[nodes] = before;
-    for (uint32_t i = nodes; i-- > 0;) { /* children come after their parent: fill bottom-up */
-        uint64_t g = 0;
-        for (uint32_t c = i + 1; c < t->skip[i]; c = t->skip[c]) g |= (1ull << (t->edge[c] >> 2)) | t->sub_groups[c];
-        t->sub_groups[i] = g;
-    }
     return WISP_OK;
 }
