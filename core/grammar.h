@@ -86,6 +86,8 @@ typedef struct wisp_matcher {
     uint32_t sets_cap, sets_top;
     uint32_t *work;        /* [max_work] nodes waiting to be expanded */
     wisp_gstate cur;       /* the committed state: what the text so far allows */
+    uint32_t epoch;        /* bumped when node ids are renumbered (reset, compaction): ids of
+                            * earlier states mean nothing after it */
     wisp_status failed;    /* sticky: a limit was hit (fail_msg says which) */
     char fail_msg[96];
 } wisp_matcher;

@@ -256,6 +256,7 @@ static wisp_status compact(wisp_matcher *m) {
         ids[i] = m->remap[ids[i]];
     }
     for (uint32_t i = 0; i < m->n_nodes; i++) m->visit[i] = 0;
+    m->epoch++;
     return WISP_OK;
 }
 
@@ -270,6 +271,7 @@ wisp_status wisp_matcher_commit(wisp_matcher *m, wisp_gstate s, wisp_error *err)
 
 wisp_status wisp_matcher_reset(wisp_matcher *m, wisp_error *err) {
     m->failed = WISP_OK;
+    m->epoch++;
     m->n_nodes = 1;
     m->nodes[0].pos = NONE, m->nodes[0].parent = 0;
     memset(m->table, 0, sizeof(uint32_t) * m->table_cap);

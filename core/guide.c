@@ -7,6 +7,8 @@
 #define MAX_STATES 8192 /* distinct states one mask walk may meet */
 #define TRANS_CAP 65536 /* (state, byte) steps remembered in one walk (a power of two) */
 #define DEAD 0xFFFFFFFFu
+#define CACHE_SLOTS 16   /* masks remembered (least recently used is evicted) */
+#define CACHE_KEY_MAX 32 /* states with more stacks than this are not cached */
 
 static size_t mask_words(const wisp_token_trie *t) { return ((size_t)t->n_vocab + 31) / 32; }
 
@@ -21,6 +23,9 @@ static size_t guide_arrays(const wisp_token_trie *t, wisp_guide *gd, wisp_arena 
         {(void **)(gd ? &gd->state_hash : NULL), MAX_STATES * 4},
         {(void **)(gd ? &gd->state_table : NULL), 2 * MAX_STATES * 4},
         {(void **)(gd ? &gd->trans : NULL), 2 * (size_t)TRANS_CAP * 4},
+        {(void **)(gd ? &gd->cache_mask : NULL), CACHE_SLOTS * mask_words(t) * 4},
+        {(void **)(gd ? &gd->cache_key : NULL), CACHE_SLOTS * CACHE_KEY_MAX * 4},
+        {(void **)(gd ? &gd->cache_info : NULL), CACHE_SLOTS * 4 * 4},
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
@@ -46,6 +51,9 @@ wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp
     if (st) return st;
     if (!guide_arrays(t, gd, arena)) return wisp_fail(err, WISP_ERR_INTERNAL, "grammar guide: the arena ran out after planning");
     gd->max_states = MAX_STATES, gd->trans_cap = TRANS_CAP;
+    gd->cache_slots = CACHE_SLOTS, gd->cache_key_max = CACHE_KEY_MAX;
+    memset(gd->cache_info, 0, CACHE_SLOTS * 4 * 4);
+    gd->cache_epoch = gd->m.epoch;
     return WISP_OK;
 }
 
@@ -118,13 +126,12 @@ static uint32_t intern(wisp_guide *gd, wisp_gstate s) {
     }
 }
 
-uint32_t wisp_guide_mask(wisp_guide *gd, wisp_error *err) {
+/* The full mask by walking the trie from the committed state. */
+static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
     const wisp_token_trie *t = gd->trie;
     wisp_matcher *m = &gd->m;
     memset(gd->mask, 0, mask_words(t) * 4);
-    gd->n_masks++;
     uint32_t allowed = 0;
-    if (gd->ended) return 0;
     if (wisp_matcher_can_end(m))
         for (int i = 0; i < t->n_eog; i++) {
             gd->mask[t->eog[i] >> 5] |= 1u << (t->eog[i] & 31);
@@ -194,6 +201,63 @@ uint32_t wisp_guide_mask(wisp_guide *gd, wisp_error *err) {
         m->failed = WISP_OK;
         return 0;
     }
+    return allowed;
+}
+
+/* The cache slot holding the committed state's mask, or -1; *n_key ids of the
+ * committed state, sorted, are left in `key` (n_key = 0 when too many to cache). */
+static int cache_find(wisp_guide *gd, uint32_t *key, uint32_t *n_key, uint32_t *hash) {
+    const wisp_matcher *m = &gd->m;
+    if (gd->cache_epoch != m->epoch) { /* node ids were renumbered: every key is stale */
+        memset(gd->cache_info, 0, (size_t)gd->cache_slots * 4 * 4);
+        gd->cache_epoch = m->epoch;
+    }
+    *n_key = 0;
+    if (m->cur.n == 0 || m->cur.n > gd->cache_key_max) return -1;
+    memcpy(key, m->sets + m->cur.off, m->cur.n * 4);
+    *n_key = m->cur.n;
+    *hash = canonical(key, m->cur.n);
+    for (uint32_t i = 0; i < gd->cache_slots; i++) {
+        const uint32_t *info = gd->cache_info + 4 * i;
+        if (info[0] == *n_key && info[1] == *hash && memcmp(gd->cache_key + (size_t)i * gd->cache_key_max, key, *n_key * 4) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+uint32_t wisp_guide_mask(wisp_guide *gd, wisp_error *err) {
+    const wisp_token_trie *t = gd->trie;
+    size_t words = mask_words(t);
+    gd->n_masks++;
+    if (gd->ended) {
+        memset(gd->mask, 0, words * 4);
+        return 0;
+    }
+    uint32_t key[CACHE_KEY_MAX], n_key, hash = 0;
+    int hit = cache_find(gd, key, &n_key, &hash);
+    uint32_t tick = ++gd->cache_clock;
+    if (hit >= 0) {
+        uint32_t *info = gd->cache_info + 4 * hit;
+        memcpy(gd->mask, gd->cache_mask + (size_t)hit * words, words * 4);
+        info[3] = tick;
+        gd->n_cache_hits++;
+        return info[2];
+    }
+    uint32_t allowed = walk_mask(gd, err);
+    if (allowed == 0 || n_key == 0) return allowed; /* errors (0 allowed) are not remembered */
+    uint32_t victim = 0; /* an empty slot, else the least recently used */
+    for (uint32_t i = 0; i < gd->cache_slots; i++) {
+        const uint32_t *info = gd->cache_info + 4 * i;
+        if (info[0] == 0) {
+            victim = i;
+            break;
+        }
+        if (info[3] < gd->cache_info[4 * victim + 3]) victim = i;
+    }
+    uint32_t *info = gd->cache_info + 4 * victim;
+    info[0] = n_key, info[1] = hash, info[2] = allowed, info[3] = tick;
+    memcpy(gd->cache_key + (size_t)victim * gd->cache_key_max, key, n_key * 4);
+    memcpy(gd->cache_mask + (size_t)victim * words, gd->mask, words * 4);
     return allowed;
 }
 

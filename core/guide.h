@@ -57,9 +57,17 @@ typedef struct wisp_guide {
     uint32_t *state_table; /* [2 x max_states] open addressing: state id + 1 */
     uint32_t *trans;       /* [2 x trans_cap] (state << 8 | byte) + 1, then the next state (DEAD: refused) */
     uint32_t n_states, max_states, trans_cap;
+    /* masks of recent committed states, keyed by their sorted node ids (valid while the
+     * matcher's epoch stays the same): inside a JSON string or a repeated item the same
+     * state comes back token after token, and its mask is then a copy, not a walk */
+    uint32_t *cache_mask;  /* [cache_slots x mask words] */
+    uint32_t *cache_key;   /* [cache_slots x cache_key_max] sorted node ids */
+    uint32_t *cache_info;  /* [cache_slots x 4] ids in the key (0: empty), hash, allowed, last use */
+    uint32_t cache_slots, cache_key_max, cache_epoch, cache_clock;
     bool ended;            /* an end-of-generation token was accepted */
     wisp_error error;      /* why the sampler stage returned -1 */
     uint64_t n_checks, n_masks, n_forced; /* what the stage did (for statistics) */
+    uint64_t n_cache_hits; /* masks copied from the cache */
 } wisp_guide;
 
 /* Exact bytes wisp_guide_init carves (part "grammar"), for a compiled grammar. */

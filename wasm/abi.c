@@ -217,6 +217,7 @@ API ww_model *ww_open_header(const uint8_t *prefix, size_t n, size_t file_size) 
 API void ww_close(ww_model *m) {
     if (!m) return;
     ww_threads_stop(m);
+    ww_guide_clear(m);
     free(m->arena);
     free(m->cached);
     free(m->ids);
@@ -461,6 +462,7 @@ API int32_t ww_next(ww_model *m) {
     }
     if (m->n_cached == 0) return wisp_fail(&m->err, WISP_ERR_ARG, "no prompt was evaluated"), -1;
     int32_t next = wisp_sample(m->ctx, &m->sampler, m->cached, (size_t)m->n_cached);
+    if (next < 0 && m->sampler.guide) return ww_guide_finished(m) ? WW_END : -1;
     if (next < 0) return wisp_fail(&m->err, WISP_ERR_NUMERIC, "no logits to sample from (the last step kept none)"), -1;
     if (wisp_tokenizer_is_eog(wisp_ctx_tokenizer(m->ctx), next)) return WW_END;
     m->pending = next;

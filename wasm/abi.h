@@ -29,6 +29,7 @@ typedef struct ww_model {
     size_t io_cap;
     wisp_sampler sampler;
     int32_t pending;  /* sampled and returned, not yet evaluated; -1 if none */
+    void *guided;     /* the grammar constraining generation, owned: abi_guide.c (NULL: none) */
     wisp_error err;
 } ww_model;
 
@@ -83,5 +84,10 @@ int32_t ww_adapter_prepare_export(ww_model *m, ww_adapter *a);
 /* Output files go to JS in pieces through Module.wispSinkWrite, so
  * exporting allocates nothing in wasm memory. */
 wisp_sink ww_js_sink(void);
+
+/* abi_guide.c: drop the grammar (frees it); 1 when a guided generation that
+ * could not sample ended because the grammar is complete, else 0 (ww_error says why). */
+void ww_guide_clear(ww_model *m);
+int32_t ww_guide_finished(ww_model *m);
 
 #endif

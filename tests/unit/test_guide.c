@@ -53,12 +53,11 @@ typedef struct built {
     wisp_guide gd;
 } built;
 
-static bool build(built *b, const char *text) {
+static bool build_limited(built *b, const char *text, wisp_matcher_limits lim) {
     wisp_error err;
     size_t gbytes;
     memset(b, 0, sizeof *b);
     if (wisp_grammar_plan(text, strlen(text), &gbytes, &err)) return false;
-    wisp_matcher_limits lim = wisp_matcher_limits_default();
     b->mem = keep(malloc(gbytes));
     wisp_arena a;
     wisp_arena_init(&a, b->mem, gbytes);
@@ -73,17 +72,59 @@ static bool build(built *b, const char *text) {
     return ok;
 }
 
-/* At the current state: mask == token-by-token answers. */
+static bool build(built *b, const char *text) { return build_limited(b, text, wisp_matcher_limits_default()); }
+
+/* At the current state: mask == token-by-token answers, computed twice (the
+ * second time it may come from the mask cache and must be the same). */
 static void check_mask(wisp_guide *gd, const char *where) {
-    wisp_error err = {0};
-    uint32_t n = wisp_guide_mask(gd, &err), count = 0, mismatches = 0;
-    for (int32_t id = 0; id < trie.n_vocab; id++) {
-        bool in_mask = (gd->mask[id >> 5] >> (id & 31)) & 1u;
-        count += in_mask;
-        if (in_mask != wisp_guide_allows(gd, id)) mismatches++;
+    for (int pass = 0; pass < 2; pass++) {
+        wisp_error err = {0};
+        uint32_t n = wisp_guide_mask(gd, &err), count = 0, mismatches = 0;
+        for (int32_t id = 0; id < trie.n_vocab; id++) {
+            bool in_mask = (gd->mask[id >> 5] >> (id & 31)) & 1u;
+            count += in_mask;
+            if (in_mask != wisp_guide_allows(gd, id)) mismatches++;
+        }
+        CHECK(count == n && mismatches == 0, "%s (pass %d): mask has %u (%u counted), %u disagree with allows()", where,
+              pass, n, count, mismatches);
     }
-    CHECK(count == n && mismatches == 0, "%s: mask has %u (%u counted), %u disagree with allows()", where, n, count,
-          mismatches);
+}
+
+/* States that come back (inside a string) are served from the mask cache,
+ * and stay exact across node renumbering: tiny node pools force the matcher
+ * to compact (a new epoch) many times during the walk. */
+static void walk_text(built *b, const char *text, const char *name_of_test) {
+    wisp_error err;
+    for (size_t i = 0; text[i]; i++) {
+        char where[80];
+        snprintf(where, sizeof where, "%s, after %zu bytes", name_of_test, i);
+        check_mask(&b->gd, where);
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", (unsigned char)text[i]);
+        int32_t id = wisp_token_lookup(&tok, name, strlen(name));
+        REQUIRE(id >= 0 && wisp_guide_accept(&b->gd, id, &err) == WISP_OK, "%s: %s", where, err.message);
+    }
+    check_mask(&b->gd, name_of_test);
+}
+
+static void test_cache(void) {
+    built b;
+    REQUIRE(build(&b, "root ::= \"{\\\"k\\\": \\\"\" [a-z ]* \"\\\"}\" | \"[\" [0-9]+ \"]\"\n"), "grammar");
+    const char *text = "{\"k\": \"the cat sat on the mat and the dog sat too\"}";
+    walk_text(&b, text, "string");
+    uint64_t walks = b.gd.n_masks - b.gd.n_cache_hits;
+    /* 2 masks per position; inside the string the state repeats, so far fewer walks than positions */
+    CHECK(b.gd.n_cache_hits > strlen(text), "cache hits %llu of %llu masks", (unsigned long long)b.gd.n_cache_hits,
+          (unsigned long long)b.gd.n_masks);
+    CHECK(walks < strlen(text) / 2, "%llu walks for %zu positions", (unsigned long long)walks, strlen(text));
+    /* nesting makes new stack nodes; a tiny pool makes the matcher compact (renumber) often */
+    built n;
+    wisp_matcher_limits lim = wisp_matcher_limits_default();
+    lim.max_nodes = 16;
+    REQUIRE(build_limited(&n, "root ::= \"(\" root \")\" | [a-z]+\n", lim), "nested grammar");
+    uint32_t epoch0 = n.gd.m.epoch;
+    walk_text(&n, "((((ab))))", "nested");
+    CHECK(n.gd.m.epoch > epoch0 + 2, "tiny pools: the matcher compacted (epoch %u -> %u)", epoch0, n.gd.m.epoch);
 }
 
 static void test_walk(void) {
@@ -159,6 +200,7 @@ int main(void) {
         return 1;
     }
     test_walk();
+    test_cache();
     test_sampling();
     for (int i = 0; i < n_allocs; i++) free(allocs[i]);
     return check_report("test_guide");

@@ -119,8 +119,11 @@ function appendTranscript(cls, text) {
 }
 
 function genOptions(signal) {
-  return { maxTokens: num('gen-max'), temperature: num('gen-temp'), topK: num('gen-topk'), topP: num('gen-topp'),
+  const o = { maxTokens: num('gen-max'), temperature: num('gen-temp'), topK: num('gen-topk'), topP: num('gen-topp'),
     seed: num('gen-seed'), signal };
+  const schema = $('json-schema').value.trim(); // the engine reports a malformed or unsupported schema by name
+  if (schema) o.jsonSchema = schema;
+  return o;
 }
 
 async function stream(prompt, out, signal) {

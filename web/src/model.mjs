@@ -17,7 +17,33 @@ export const LOAD_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapt
 export const FINETUNE_OPTIONS = ['rank', 'alpha', 'steps', 'ctx', 'batch', 'lr', 'seed', 'schedule', 'warmup', 'clip', 'format',
   'docs', 'onProgress', 'signal', 'name'];
 export const GENERATE_OPTIONS = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN',
-  'seed', 'addBos', 'special', 'stop', 'signal', 'onToken', 'cachePrompt'];
+  'seed', 'addBos', 'special', 'stop', 'signal', 'onToken', 'cachePrompt', 'grammar', 'jsonSchema'];
+
+// The constraint of generate's options as [text, isSchema], or null.
+export function guideSource(o) {
+  if (o.grammar !== undefined && o.jsonSchema !== undefined) throw new WispError('arg', 'give grammar or jsonSchema, not both');
+  if (o.grammar !== undefined) {
+    if (typeof o.grammar !== 'string' || o.grammar === '') throw new WispError('arg', 'grammar must be GBNF text');
+    return [o.grammar, 0];
+  }
+  if (o.jsonSchema !== undefined) {
+    const t = typeof o.jsonSchema === 'string' ? o.jsonSchema : JSON.stringify(o.jsonSchema);
+    if (typeof t !== 'string' || (typeof o.jsonSchema !== 'string' && (typeof o.jsonSchema !== 'object' || o.jsonSchema === null)))
+      throw new WispError('arg', 'jsonSchema must be a schema object or its JSON text');
+    return [t, 1];
+  }
+  return null;
+}
+
+// complete()'s answer: parsed JSON when a schema constrained it.
+export function completeResult(text, options) {
+  if (options.jsonSchema === undefined) return text;
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new WispError('format', `the constrained answer is not complete JSON (${e.message}); raise maxTokens`);
+  }
+}
 
 // The engine configuration from user options, with the package's defaults
 // (the engine's, plus room for 4 adapters of rank <= 64: a few kilobytes),
@@ -241,11 +267,11 @@ export class Model {
     yield* this.generate({ messages, template, date }, rest);
   }
 
-  /** The continuation of `prompt` as one string. */
+  /** The continuation of `prompt` as one string (with jsonSchema: the parsed JSON value). */
   async complete(prompt, options = {}) {
     let text = '';
     for await (const piece of this.generate(prompt, options)) text += piece;
-    return text;
+    return completeResult(text, options);
   }
 
   /**
@@ -271,6 +297,7 @@ export class Model {
     const stops = o.stop === undefined ? [] : Array.isArray(o.stop) ? o.stop : [o.stop];
     if (stops.some((s) => typeof s !== 'string' || s === '')) throw new WispError('arg', 'stop must be a non-empty string or an array of them');
     const [seedLo, seedHi] = seedHalves(o.seed);
+    const guide = guideSource(o);
     this.#alive();
     const release = await this.#lock.acquire();
     if (this.#disposed) {
@@ -291,6 +318,10 @@ export class Model {
         ? this.#chatCall(prompt.messages, { template: prompt.template, date: prompt.date }, true) // chat()
         : this._tokenizeInPlace(prompt, addBos, o.special ?? false);
       m._ww_sampler(this.#ptr, o.temperature, o.topK, o.topP, o.minP, o.repeatPenalty, o.repeatLastN, seedLo, seedHi);
+      if (guide) { // after ww_sampler (it resets the sampler); the prompt's ids are elsewhere
+        const len = this.#writeText(guide[0]);
+        if (m._ww_guide_set(this.#ptr, m._ww_io(this.#ptr), len, guide[1]) < 0) throw e.error(this.#ptr);
+      } else m._ww_guide_clear(this.#ptr);
       if (o.cachePrompt === false) m._ww_reset(this.#ptr);
       const evaluated = m._ww_prompt(this.#ptr, n);
       if (evaluated < 0) throw e.error(this.#ptr);

@@ -4,6 +4,7 @@
 // ArrayBuffer are copied to it (or moved, with { transfer: true }).
 import { isNode } from './engine.mjs';
 import { WispError } from './errors.mjs';
+import { completeResult } from './model.mjs';
 
 async function spawn(url) {
   if (isNode) {
@@ -165,7 +166,7 @@ export class WorkerModel {
   async complete(prompt, options = {}) {
     let text = '';
     for await (const piece of this.generate(prompt, options)) text += piece;
-    return text;
+    return completeResult(text, options);
   }
 
   async *generate(prompt, options = {}) {

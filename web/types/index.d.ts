@@ -171,6 +171,10 @@ export interface GenerateOptions {
   onToken?: (id: number) => void;
   /** reuse the KV cache for what the prompt shares with the last one; default true */
   cachePrompt?: boolean;
+  /** constrain the text to this GBNF grammar (llama.cpp syntax) */
+  grammar?: string;
+  /** constrain the text to JSON valid for this schema (object or JSON text); complete() then returns the parsed value */
+  jsonSchema?: object | string;
 }
 
 export interface GenerationStats {
@@ -336,7 +340,7 @@ export interface Model {
   plan(options?: EngineOptions & { finetune?: FinetuneShape }): MemoryPlan;
   tokenize(text: string, options?: TokenizeOptions): Int32Array;
   detokenize(ids: ArrayLike<number>, options?: DetokenizeOptions): string;
-  complete(prompt: string, options?: GenerateOptions): Promise<string>;
+  complete(prompt: string, options?: GenerateOptions): Promise<any>;
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, void, undefined>;
   /** the answer to a conversation, streamed; the KV cache keeps what turns share */
   chat(messages: ChatMessage[], options?: ChatOptions): AsyncGenerator<string, void, undefined>;
@@ -374,7 +378,7 @@ export interface WorkerModel {
   plan(options?: EngineOptions & { finetune?: FinetuneShape }): Promise<MemoryPlan>;
   tokenize(text: string, options?: TokenizeOptions): Promise<Int32Array>;
   detokenize(ids: ArrayLike<number>, options?: DetokenizeOptions): Promise<string>;
-  complete(prompt: string, options?: GenerateOptions): Promise<string>;
+  complete(prompt: string, options?: GenerateOptions): Promise<any>;
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, void, undefined>;
   /** the answer to a conversation, streamed; the KV cache keeps what turns share */
   chat(messages: ChatMessage[], options?: ChatOptions): AsyncGenerator<string, void, undefined>;
