@@ -37,7 +37,8 @@ static void put_str(out_buf *o, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) put_char(o, s[i]);
 }
 
-static void put_unsigned(out_buf *o, unsigned long long v, unsigned base) {
+/* `digits` is the least number of digits written (zeros first), as %0Nx asks. */
+static void put_unsigned(out_buf *o, unsigned long long v, unsigned base, int digits) {
     char tmp[24];
     int n = 0;
     do {
@@ -45,15 +46,16 @@ static void put_unsigned(out_buf *o, unsigned long long v, unsigned base) {
         tmp[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
         v /= base;
     } while (v);
+    for (int pad = digits - n; pad > 0; pad--) put_char(o, '0');
     while (n) put_char(o, tmp[--n]);
 }
 
 static void put_signed(out_buf *o, long long v) {
     if (v < 0) {
         put_char(o, '-');
-        put_unsigned(o, (unsigned long long)(-(v + 1)) + 1u, 10);
+        put_unsigned(o, (unsigned long long)(-(v + 1)) + 1u, 10, 1);
     } else {
-        put_unsigned(o, (unsigned long long)v, 10);
+        put_unsigned(o, (unsigned long long)v, 10, 1);
     }
 }
 
@@ -91,7 +93,7 @@ static void put_double(out_buf *o, double v, int prec, int fixed) {
     unsigned long long ip = whole / (unsigned long long)scale;
     unsigned long long fp = whole % (unsigned long long)scale;
     if (scientific && ip >= 10) { ip /= 10; exp10++; fp /= 10; }
-    put_unsigned(o, ip, 10);
+    put_unsigned(o, ip, 10, 1);
     if (decimals > 0) {
         char digits[24];
         int n = decimals;
@@ -104,7 +106,7 @@ static void put_double(out_buf *o, double v, int prec, int fixed) {
         put_char(o, exp10 < 0 ? '-' : '+');
         if (exp10 < 0) exp10 = -exp10;
         if (exp10 < 10) put_char(o, '0');
-        put_unsigned(o, (unsigned)exp10, 10);
+        put_unsigned(o, (unsigned)exp10, 10, 1);
     }
 }
 
@@ -113,6 +115,11 @@ size_t wisp_vformat(char *buf, size_t cap, const char *fmt, va_list ap) {
     for (const char *p = fmt; *p; p++) {
         if (*p != '%') { put_char(&o, *p); continue; }
         p++;
+        int zero_width = 1; /* %0Nu / %0Nx: at least N digits */
+        if (*p == '0') {
+            zero_width = 0;
+            while (*++p >= '0' && *p <= '9') zero_width = zero_width * 10 + (*p - '0');
+        }
         int precision = -1;
         if (*p == '.') {
             p++;
@@ -140,10 +147,10 @@ size_t wisp_vformat(char *buf, size_t cap, const char *fmt, va_list ap) {
             break;
         case 'u': case 'x': {
             unsigned base = *p == 'x' ? 16u : 10u;
-            if (size_t_arg) put_unsigned(&o, va_arg(ap, size_t), base);
-            else if (longs == 2) put_unsigned(&o, va_arg(ap, unsigned long long), base);
-            else if (longs == 1) put_unsigned(&o, va_arg(ap, unsigned long), base);
-            else put_unsigned(&o, va_arg(ap, unsigned), base);
+            if (size_t_arg) put_unsigned(&o, va_arg(ap, size_t), base, zero_width);
+            else if (longs == 2) put_unsigned(&o, va_arg(ap, unsigned long long), base, zero_width);
+            else if (longs == 1) put_unsigned(&o, va_arg(ap, unsigned long), base, zero_width);
+            else put_unsigned(&o, va_arg(ap, unsigned), base, zero_width);
             break;
         }
         case 'g': put_double(&o, va_arg(ap, double), precision < 0 ? 6 : (precision ? precision : 1), 0); break;

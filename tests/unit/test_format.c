@@ -17,6 +17,8 @@ int main(void) {
     same(b, "0 1.5 -2e-07 1.23457e+08 1e+300 0.1");
     wisp_format(b, sizeof b, "%f %.2f %g", 3.14159, 2.5, 1.0 / 0.0);
     same(b, "3.141590 2.50 inf");
+    wisp_format(b, sizeof b, "0x%02x 0x%02x %04u %02zx", 10u, 0x1abu, 7u, (size_t)255);
+    same(b, "0x0a 0x1ab 0007 ff");
     wisp_format(b, sizeof b, "%d", (int)(-2147483647 - 1));
     same(b, "-2147483648");
     size_t n = wisp_format(b, 5, "%s", "truncated text");
