@@ -3,10 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "atomic_file.h"
+#include "random_seed.h"
 #include "json.h"
 
 void chat_opts_default(chat_opts *o) {
@@ -15,14 +14,6 @@ void chat_opts_default(chat_opts *o) {
     o->n_predict = 512;
     o->sp = wisp_sampler_defaults();
     o->seed = UINT64_MAX;
-}
-
-static uint64_t random_seed(void) {
-    uint64_t s = 0;
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (!f || fread(&s, sizeof s, 1, f) != 1) s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    if (f) fclose(f);
-    return s;
 }
 
 bool chat_engine_add(chat_engine *e, const char *role, const char *text, size_t len) {
@@ -88,7 +79,7 @@ bool chat_engine_open(chat_engine *e, const chat_opts *o) {
     }
     wisp_chat_cache_init(&e->cache, e->s.ctx, e->cache_mem, e->n_ctx);
     e->first = e->n_msgs;
-    e->o.sp.seed = o->seed == UINT64_MAX ? random_seed() : o->seed;
+    e->o.sp.seed = o->seed == UINT64_MAX ? cli_random_seed() : o->seed;
     wisp_sampler_init(&e->sampler, &e->o.sp);
     return true;
 }

@@ -2,21 +2,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "grammar_source.h"
 #include "lora_attach.h"
+#include "random_seed.h"
 #include "session.h"
-
-static uint64_t random_seed(void) {
-    uint64_t s = 0;
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (!f || fread(&s, sizeof s, 1, f) != 1) s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    if (f) fclose(f);
-    return s;
-}
 
 int cmd_run(int argc, char **argv) {
     for (int i = 1; i < argc; i++) /* conversations are their own mode (cli/chat_run.c) */
@@ -67,7 +58,7 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "wisp run: -n must not be negative\n");
         return CLI_USAGE;
     }
-    if (seed == UINT64_MAX) seed = random_seed();
+    if (seed == UINT64_MAX) seed = cli_random_seed();
     sp.seed = seed;
     bool no_grammar;
     char *gbnf = cli_grammar_text(&go, &no_grammar, "run");

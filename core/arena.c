@@ -34,3 +34,14 @@ size_t wisp_bytes_of(size_t count, size_t elem_size) {
 size_t wisp_bytes_add(size_t a, size_t b) {
     return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
+
+void *wisp_layout_take(wisp_layout *l, size_t count, size_t elem, int part) {
+    size_t b = wisp_bytes_of(count, elem);
+    if (!l->arena) {
+        l->bytes = wisp_bytes_add(l->bytes, b);
+        return NULL;
+    }
+    void *p = wisp_arena_alloc(l->arena, b, part);
+    if (!p) l->short_of_memory = true;
+    return p;
+}

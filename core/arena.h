@@ -6,6 +6,7 @@
 #ifndef WISP_ARENA_H
 #define WISP_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,17 @@ void wisp_arena_init(wisp_arena *a, void *mem, size_t size);
 
 /* Carve `bytes` (rounded up) for `part`; zero-filled. NULL if it does not fit. */
 void *wisp_arena_alloc(wisp_arena *a, size_t bytes, int part);
+
+/* What a layout function takes its pieces through, so the same code both
+ * measures and carves: with `arena` NULL it only adds sizes up in `bytes`,
+ * else it carves and notes a piece that did not fit. */
+typedef struct wisp_layout {
+    wisp_arena *arena;
+    size_t bytes;
+    bool short_of_memory;
+} wisp_layout;
+
+void *wisp_layout_take(wisp_layout *l, size_t count, size_t elem, int part);
 
 /* Size helpers for planners: rounded sizes of n elements, saturating so that a
  * hostile count cannot wrap around to a small number. */

@@ -737,22 +737,9 @@ static wisp_status check_rules(gp *g) {
 
 /* ---- the layout both passes share ---- */
 
-typedef struct layout {
-    wisp_arena *arena; /* NULL: only count into `bytes` */
-    size_t bytes;
-    bool short_of_memory;
-} layout;
+typedef wisp_layout layout;
 
-static void *take(layout *l, size_t count, size_t elem) {
-    size_t b = wisp_bytes_of(count, elem);
-    if (!l->arena) {
-        l->bytes = wisp_bytes_add(l->bytes, b);
-        return NULL;
-    }
-    void *p = wisp_arena_alloc(l->arena, b, WISP_PART_GRAMMAR);
-    if (!p) l->short_of_memory = true;
-    return p;
-}
+static void *take(layout *l, size_t count, size_t elem) { return wisp_layout_take(l, count, elem, WISP_PART_GRAMMAR); }
 
 static uint32_t pow2_at_least(uint32_t n) {
     uint32_t c = 16;

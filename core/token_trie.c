@@ -23,22 +23,9 @@ static void measure(const wisp_tokenizer *tok, size_t *total, size_t *longest) {
     }
 }
 
-typedef struct layout {
-    wisp_arena *arena;
-    size_t bytes;
-    bool short_of_memory;
-} layout;
+typedef wisp_layout layout;
 
-static void *take(layout *l, size_t count, size_t elem) {
-    size_t b = wisp_bytes_of(count, elem);
-    if (!l->arena) {
-        l->bytes = wisp_bytes_add(l->bytes, b);
-        return NULL;
-    }
-    void *p = wisp_arena_alloc(l->arena, b, WISP_PART_TOKEN_TRIE);
-    if (!p) l->short_of_memory = true;
-    return p;
-}
+static void *take(layout *l, size_t count, size_t elem) { return wisp_layout_take(l, count, elem, WISP_PART_TOKEN_TRIE); }
 
 /* One layout for plan and init; the node count is bounded by total bytes + 1. */
 static void lay_out(layout *l, wisp_token_trie *t, int32_t n_vocab, size_t total, size_t longest, uint32_t **path) {
