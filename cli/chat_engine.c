@@ -25,6 +25,39 @@ static uint64_t random_seed(void) {
     return s;
 }
 
+static char *copy_part(char **at, const char *s, size_t n) {
+    if (!s) return NULL;
+    char *p = *at;
+    memcpy(p, s, n);
+    p[n] = 0;
+    *at += n + 1;
+    return p;
+}
+
+/* One allocation holds the message's texts, content first, so freeing the
+ * content frees them all. */
+bool chat_engine_add_message(chat_engine *e, const char *role, const wisp_chat_message *m) {
+    if (e->n_msgs == e->cap_msgs) {
+        size_t cap = e->cap_msgs ? e->cap_msgs * 2 : 16;
+        wisp_chat_message *grown = realloc(e->msgs, cap * sizeof *grown);
+        if (!grown) return false;
+        e->msgs = grown;
+        e->cap_msgs = cap;
+    }
+    char *block = malloc(m->content_len + m->tool_calls_json_len + m->tool_call_id_len + m->name_len + 4);
+    if (!block) return false;
+    char *at = block;
+    wisp_chat_message c = *m;
+    c.role = role;
+    c.role_len = strlen(role);
+    c.content = copy_part(&at, m->content ? m->content : "", m->content_len);
+    c.tool_calls_json = copy_part(&at, m->tool_calls_json, m->tool_calls_json_len);
+    c.tool_call_id = copy_part(&at, m->tool_call_id, m->tool_call_id_len);
+    c.name = copy_part(&at, m->name, m->name_len);
+    e->msgs[e->n_msgs++] = c;
+    return true;
+}
+
 bool chat_engine_add(chat_engine *e, const char *role, const char *text, size_t len) {
     if (e->n_msgs == e->cap_msgs) {
         size_t cap = e->cap_msgs ? e->cap_msgs * 2 : 16;
@@ -37,7 +70,7 @@ bool chat_engine_add(chat_engine *e, const char *role, const char *text, size_t 
     if (!copy) return false;
     memcpy(copy, text, len);
     copy[len] = 0;
-    e->msgs[e->n_msgs++] = (wisp_chat_message){role, strlen(role), copy, len};
+    e->msgs[e->n_msgs++] = (wisp_chat_message){.role = role, .role_len = strlen(role), .content = copy, .content_len = len};
     return true;
 }
 
@@ -71,6 +104,10 @@ bool chat_engine_open(chat_engine *e, const chat_opts *o) {
     e->tok = wisp_ctx_tokenizer(e->s.ctx);
     if (!cli_chat_template_open(&e->ct, &e->s.gguf, NULL, o->chat_template, NULL, NULL)) {
         cli_session_close(&e->s);
+        return false;
+    }
+    if (o->tools && !cli_chat_template_load_tools(&e->ct, o->tools)) {
+        chat_engine_close(e);
         return false;
     }
     if (!cli_chat_template_set_date(&e->ct, o->date)) {
@@ -114,7 +151,7 @@ static int32_t tokenize_conversation(chat_engine *e, wisp_error *err) {
     char *text = NULL;
     size_t len = 0, cap_spans = n + 1, n_spans = 0, n_ids = 0;
     wisp_text_span *spans = malloc(cap_spans * 8 * sizeof *spans);
-    wisp_template_vars vars = {view, n, true, e->ct.bos, e->ct.eos, e->ct.year, e->ct.month, e->ct.day};
+    wisp_template_vars vars = {view, n, true, e->ct.bos, e->ct.eos, e->ct.year, e->ct.month, e->ct.day, e->ct.tools_json, e->ct.tools_len};
     size_t cap = 4096;
     for (size_t i = 0; i < n; i++) cap += view[i].content_len + 64;
     wisp_status s = WISP_OK;

@@ -20,6 +20,7 @@ typedef struct chat_opts {
     const char *chat_template; /* NAME|FILE, or NULL: the model's */
     const char *system;        /* system prompt, or NULL */
     const char *date;          /* for strftime_now, or NULL: today */
+    const char *tools;         /* --tools FILE.json, or NULL */
     int32_t n_predict;         /* most tokens per answer */
     wisp_sampler_params sp;
     uint64_t seed;             /* UINT64_MAX: random */
@@ -41,6 +42,8 @@ void chat_opts_default(chat_opts *o);
     {"repeat-penalty", 0, OPT_FLOAT, &(o)->sp.repeat_penalty, "R", "penalise recently seen tokens; 1: off"},        \
     {"seed", 's', OPT_U64, &(o)->seed, "S", "random seed (default: random)"},                                        \
     {"stop", 0, OPT_STR_LIST, &(o)->stops, "TEXT", "also stop an answer at this text (repeatable, up to 8)"},        \
+    {"tools", 0, OPT_STR, &(o)->tools, "FILE.json",                                                                 \
+     "OpenAI-style tools [{\"type\":\"function\",\"function\":{name, description, parameters}}] for the template"},  \
     {"date", 0, OPT_STR, &(o)->date, "YYYY-MM-DD", "the date templates print (strftime_now); default: today"},      \
     {"quiet", 'q', OPT_FLAG, &(o)->quiet, NULL, "no statistics on stderr"}
 
@@ -77,6 +80,8 @@ void chat_engine_close(chat_engine *e);
 
 /* Append a message (copied). */
 bool chat_engine_add(chat_engine *e, const char *role, const char *text, size_t len);
+/* Append a whole message (copied), tool-calling keys included; role is a static name. */
+bool chat_engine_add_message(chat_engine *e, const char *role, const wisp_chat_message *m);
 
 /* Forget everything but the system prompt (and clear the cache). */
 void chat_engine_reset(chat_engine *e);

@@ -61,7 +61,7 @@ int cmd_run_chat(int argc, char **argv) {
                     (int)msgs[i].role_len, msgs[i].role);
             ok = false;
         } else {
-            ok = chat_engine_add(&e, role, msgs[i].content, msgs[i].content_len);
+            ok = chat_engine_add_message(&e, role, &msgs[i]);
         }
     }
     if (ok && e.n_msgs == 0) {
