@@ -110,6 +110,28 @@ bool chat_engine_open(chat_engine *e, const chat_opts *o) {
         chat_engine_close(e);
         return false;
     }
+    const char *choice = o->tool_choice ? o->tool_choice : "auto";
+    bool required = strcmp(choice, "required") == 0;
+    if (!required && strcmp(choice, "auto") != 0 && strcmp(choice, "none") != 0) {
+        fprintf(stderr, "wisp: --tool-choice %s: expected auto, required or none\n", choice);
+        chat_engine_close(e);
+        return false;
+    }
+    if (o->tool_choice && !o->tools) {
+        fprintf(stderr, "wisp: --tool-choice needs --tools\n");
+        chat_engine_close(e);
+        return false;
+    }
+    if (o->tools && strcmp(choice, "none") != 0) {
+        e->tools = cli_tools_family(e->ct.source);
+        char *gbnf = cli_tools_gbnf(e->ct.tools_json, e->ct.tools_len, e->tools, required);
+        bool ok = gbnf && cli_guide_open(&e->guide, e->tok, gbnf, "chat --tools");
+        free(gbnf);
+        if (!ok) {
+            chat_engine_close(e);
+            return false;
+        }
+    }
     if (!cli_chat_template_set_date(&e->ct, o->date)) {
         fprintf(stderr, "wisp: --date %s: expected YYYY-MM-DD\n", o->date);
         chat_engine_close(e);
@@ -136,6 +158,7 @@ void chat_engine_close(chat_engine *e) {
     free(e->cache_mem);
     free(e->prompt);
     cli_chat_template_close(&e->ct);
+    cli_guide_close(&e->guide);
     cli_session_close(&e->s);
     memset(e, 0, sizeof *e);
 }
@@ -265,10 +288,19 @@ bool chat_engine_reply(chat_engine *e, chat_piece_fn out, void *user, volatile s
     if (!answer) return false;
     double t1 = cli_now();
     bool ok = true;
+    if (e->guide.mem) { /* each answer starts the grammar afresh */
+        if (wisp_guide_reset(&e->guide.guide, &err)) {
+            cli_report("chat --tools", &err);
+            free(answer);
+            return false;
+        }
+        e->sampler.guide = &e->guide.guide;
+    }
     for (;;) {
         if (interrupt && *interrupt) { e->last.stopped = true; break; }
         if (e->last.generated >= e->o.n_predict) { e->last.truncated = true; break; }
         int32_t next = wisp_sample(e->s.ctx, &e->sampler, e->cache.tokens, (size_t)e->cache.n);
+        if (next < 0 && e->guide.mem && !cli_guide_finished(&e->guide, "chat")) { ok = false; break; }
         if (next < 0 || wisp_tokenizer_is_eog(e->tok, next)) break;
         e->last.generated++;
         size_t n = wisp_token_piece(e->tok, next, NULL, 0);

@@ -11,6 +11,8 @@
 
 #include "chat_cache.h"
 #include "chat_template.h"
+#include "grammar_source.h"
+#include "tool_calls.h"
 #include "session.h"
 
 #define CHAT_MAX_STOPS 8
@@ -21,6 +23,7 @@ typedef struct chat_opts {
     const char *system;        /* system prompt, or NULL */
     const char *date;          /* for strftime_now, or NULL: today */
     const char *tools;         /* --tools FILE.json, or NULL */
+    const char *tool_choice;   /* auto (text or a call), required (a call), none (tools only shown); NULL: auto */
     int32_t n_predict;         /* most tokens per answer */
     wisp_sampler_params sp;
     uint64_t seed;             /* UINT64_MAX: random */
@@ -44,6 +47,8 @@ void chat_opts_default(chat_opts *o);
     {"stop", 0, OPT_STR_LIST, &(o)->stops, "TEXT", "also stop an answer at this text (repeatable, up to 8)"},        \
     {"tools", 0, OPT_STR, &(o)->tools, "FILE.json",                                                                 \
      "OpenAI-style tools [{\"type\":\"function\",\"function\":{name, description, parameters}}] for the template"},  \
+    {"tool-choice", 0, OPT_STR, &(o)->tool_choice, "auto|required|none",                                           \
+     "with --tools: answer text or one valid call (auto), only a call (required), or unconstrained (none)"},         \
     {"date", 0, OPT_STR, &(o)->date, "YYYY-MM-DD", "the date templates print (strftime_now); default: today"},      \
     {"quiet", 'q', OPT_FLAG, &(o)->quiet, NULL, "no statistics on stderr"}
 
@@ -71,6 +76,8 @@ typedef struct chat_engine {
     wisp_chat_cache cache;
     wisp_sampler sampler;
     chat_stats last;
+    cli_tool_family tools;   /* the wrapper calls are written in, when answers are constrained to text | call */
+    cli_guide guide;         /* that constraint (guide.mem NULL: none) */
     int turn;
 } chat_engine;
 
