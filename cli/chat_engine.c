@@ -124,7 +124,7 @@ bool chat_engine_open(chat_engine *e, const chat_opts *o) {
     }
     if (o->tools && strcmp(choice, "none") != 0) {
         e->tools = cli_tools_family(e->ct.source);
-        char *gbnf = cli_tools_gbnf(e->ct.tools_json, e->ct.tools_len, e->tools, required);
+        char *gbnf = cli_tools_gbnf(e->ct.tools_json, e->ct.tools_len, e->tools, required, o->tools_bounded);
         bool ok = gbnf && cli_guide_open(&e->guide, e->tok, gbnf, "chat --tools");
         free(gbnf);
         if (!ok) {

@@ -23,6 +23,7 @@ typedef struct chat_opts {
     const char *system;        /* system prompt, or NULL */
     const char *date;          /* for strftime_now, or NULL: today */
     const char *tools;         /* --tools FILE.json, or NULL */
+    bool tools_bounded;        /* call arguments: short strings and arrays, no unlisted properties */
     const char *tool_choice;   /* auto (text or a call), required (a call), none (tools only shown); NULL: auto */
     int32_t n_predict;         /* most tokens per answer */
     wisp_sampler_params sp;
@@ -49,6 +50,8 @@ void chat_opts_default(chat_opts *o);
      "OpenAI-style tools [{\"type\":\"function\",\"function\":{name, description, parameters}}] for the template"},  \
     {"tool-choice", 0, OPT_STR, &(o)->tool_choice, "auto|required|none",                                           \
      "with --tools: answer text or one valid call (auto), only a call (required), or unconstrained (none)"},         \
+    {"tools-bounded", 0, OPT_FLAG, &(o)->tools_bounded, NULL,                                                       \
+     "call arguments as --json-bounded: strings of at most 24 characters, short arrays, only listed properties"},    \
     {"date", 0, OPT_STR, &(o)->date, "YYYY-MM-DD", "the date templates print (strftime_now); default: today"},      \
     {"quiet", 'q', OPT_FLAG, &(o)->quiet, NULL, "no statistics on stderr"}
 

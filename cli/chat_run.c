@@ -102,6 +102,12 @@ int cmd_run_chat(int argc, char **argv) {
             fprintf(stderr, "wisp run --chat: out of memory\n");
             ok = false;
         }
+        /* free text never starts like a call (the grammar sees to it), so a call cut short by -n is told apart */
+        bool call_shaped = k.len && (k.s[0] == '<' || k.s[0] == '{');
+        if (ok && json_output && e.guide.mem && call_shaped && !wisp_guide_done(&e.guide.guide)) {
+            fprintf(stderr, "wisp run --chat: the tool call is incomplete: it stopped before its end (raise -n)\n");
+            ok = false;
+        }
         if (ok && json_output)
             ok = cli_tools_print_answer(stdout, k.s ? k.s : "", k.len, e.guide.mem ? e.tools : TOOLS_UNKNOWN);
         else if (!json_output)

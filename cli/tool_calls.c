@@ -64,7 +64,7 @@ static bool call_schema(strbuf *b, const wisp_json *j, size_t n_tools, const cha
     return ok && puts_(b, "]}");
 }
 
-char *cli_tools_gbnf(const char *tools_json, size_t len, cli_tool_family f, bool required) {
+char *cli_tools_gbnf(const char *tools_json, size_t len, cli_tool_family f, bool required, bool bounded) {
     if (f == TOOLS_UNKNOWN) {
         fprintf(stderr, "wisp chat: --tools: the chat template's tool-call format is not one wisp knows "
                         "(known: hermes/Qwen <tool_call>, llama3 JSON); use --tool-choice none to only show the tools\n");
@@ -82,7 +82,7 @@ char *cli_tools_gbnf(const char *tools_json, size_t len, cli_tool_family f, bool
         fprintf(stderr, "wisp chat: --tools: %s\n", err.message[0] ? err.message : "out of memory");
         goto done;
     }
-    gbnf = cli_schema_gbnf(schema.s, schema.len, false, "chat --tools");
+    gbnf = cli_schema_gbnf(schema.s, schema.len, bounded, "chat --tools");
     if (!gbnf) goto done;
     /* the schema's grammar starts at its `root`; it becomes `tool-call` under a root of ours */
     char *def = strncmp(gbnf, "root ::=", 8) == 0 ? gbnf : strstr(gbnf, "\nroot ::=");

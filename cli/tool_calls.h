@@ -21,7 +21,7 @@ const char *cli_tools_family_name(cli_tool_family f);
 
 /* GBNF (malloc'd) for an answer: free text or one call (required: only a
  * call). NULL with a message on stderr naming what failed. */
-char *cli_tools_gbnf(const char *tools_json, size_t len, cli_tool_family f, bool required);
+char *cli_tools_gbnf(const char *tools_json, size_t len, cli_tool_family f, bool required, bool bounded);
 
 /* Print {"content": ..., "tool_calls": [...]} for an answer to `out`. False
  * (with a message) when a call-shaped answer does not parse. */
