@@ -29,21 +29,48 @@ wisp_status wisp_chat_messages_from_json(const wisp_json *j, int64_t arr, wisp_c
             v = wisp_json_next(j, k); /* an object's children alternate key, value */
             char key[64];
             wisp_json_string(j, k, key, sizeof key);
+            wisp_status s = WISP_OK;
+            if (strcmp(key, "tool_calls") == 0) {
+                /* handed to the template as JSON text: it becomes lists and dicts there */
+                if (!wisp_json_is(j, v, WISP_JSON_ARRAY))
+                    return wisp_fail(err, WISP_ERR_FORMAT, "messages[%zu]: tool_calls must be a list", count);
+                const wisp_json_node *node = &j->nodes[v];
+                size_t raw = node->end - node->start;
+                if (raw + 1 > text_cap - used) return wisp_fail(err, WISP_ERR_CAPACITY, "messages: text buffer too small");
+                memcpy(text + used, j->text + node->start, raw);
+                text[used + raw] = 0;
+                out->tool_calls_json = text + used;
+                out->tool_calls_json_len = raw;
+                used += raw + 1;
+                continue;
+            }
             bool is_role = strcmp(key, "role") == 0, is_content = strcmp(key, "content") == 0;
-            if (!is_role && !is_content)
-                return wisp_fail(err, WISP_ERR_UNSUPPORTED, "messages[%zu]: key \"%s\" is not supported (only role and content)",
+            bool is_id = strcmp(key, "tool_call_id") == 0, is_name = strcmp(key, "name") == 0;
+            if (!is_role && !is_content && !is_id && !is_name)
+                return wisp_fail(err, WISP_ERR_UNSUPPORTED,
+                                 "messages[%zu]: key \"%s\" is not supported (only role, content, tool_calls, tool_call_id, name)",
                                  count, key);
+            if (is_content && wisp_json_is(j, v, WISP_JSON_NULL)) { /* an assistant that only calls tools */
+                out->content_is_null = true;
+                has_content = true;
+                continue;
+            }
             if (!wisp_json_is(j, v, WISP_JSON_STRING))
                 return wisp_fail(err, WISP_ERR_UNSUPPORTED, "messages[%zu]: %s must be a string (content as a list of parts is not supported)",
                                  count, key);
-            wisp_status s = is_role ? take_string(j, v, &out->role, &out->role_len, text, text_cap, &used, err)
-                                    : take_string(j, v, &out->content, &out->content_len, text, text_cap, &used, err);
+            if (is_role) s = take_string(j, v, &out->role, &out->role_len, text, text_cap, &used, err);
+            else if (is_content) s = take_string(j, v, &out->content, &out->content_len, text, text_cap, &used, err);
+            else if (is_id) s = take_string(j, v, &out->tool_call_id, &out->tool_call_id_len, text, text_cap, &used, err);
+            else s = take_string(j, v, &out->name, &out->name_len, text, text_cap, &used, err);
             if (s) return s;
             has_role |= is_role;
             has_content |= is_content;
         }
-        if (!has_role || !has_content)
-            return wisp_fail(err, WISP_ERR_FORMAT, "messages[%zu]: needs both \"role\" and \"content\"", count);
+        if (!has_role || (!has_content && !out->tool_calls_json))
+            return wisp_fail(err, WISP_ERR_FORMAT, "messages[%zu]: needs \"role\" and \"content\" (or \"tool_calls\")", count);
+        if (out->content_is_null && !out->tool_calls_json)
+            return wisp_fail(err, WISP_ERR_FORMAT, "messages[%zu]: content is null without tool_calls", count);
+        if (!has_content) out->content_is_null = true; /* OpenAI omits content beside tool_calls */
     }
     *n = count;
     return WISP_OK;

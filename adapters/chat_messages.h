@@ -1,7 +1,8 @@
 /* A conversation as JSON (`[{"role": ..., "content": ...}, ...]`, the
  * OpenAI / Hugging Face messages format) read into wisp_chat_message records
- * for the template renderer. Keys wisp's templates do not receive (tool_calls,
- * name, ...) and non-string content are refused by name, never dropped. */
+ * for the template renderer, with OpenAI's tool-calling keys (`tool_calls`,
+ * `tool_call_id`, `name`; content null beside tool_calls). Any other key and
+ * non-string content are refused by name, never dropped. */
 #ifndef WISP_CHAT_MESSAGES_H
 #define WISP_CHAT_MESSAGES_H
 

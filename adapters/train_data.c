@@ -306,7 +306,7 @@ static wisp_status tokenize_chat_range(builder *b, const char *full, size_t a, s
 static wisp_status render(const wisp_data_chat *chat, const wisp_chat_message *m, size_t n, bool gen, char *out,
                           size_t cap, size_t *len, wisp_text_span *spans, size_t cap_spans, size_t *n_spans,
                           wisp_error *err) {
-    wisp_template_vars v = {m, n, gen, chat->bos_token, chat->eos_token, chat->year, chat->month, chat->day};
+    wisp_template_vars v = {m, n, gen, chat->bos_token, chat->eos_token, chat->year, chat->month, chat->day, NULL, 0};
     return wisp_template_render_spans(chat->tpl, &v, out, cap, len, spans, cap_spans, n_spans, err);
 }
 

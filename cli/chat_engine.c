@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "atomic_file.h"
-#include "random_seed.h"
 #include "json.h"
+#include "random_seed.h"
 
 void chat_opts_default(chat_opts *o) {
     memset(o, 0, sizeof *o);
@@ -14,6 +14,39 @@ void chat_opts_default(chat_opts *o) {
     o->n_predict = 512;
     o->sp = wisp_sampler_defaults();
     o->seed = UINT64_MAX;
+}
+
+static char *copy_part(char **at, const char *s, size_t n) {
+    if (!s) return NULL;
+    char *p = *at;
+    memcpy(p, s, n);
+    p[n] = 0;
+    *at += n + 1;
+    return p;
+}
+
+/* One allocation holds the message's texts, content first, so freeing the
+ * content frees them all. */
+bool chat_engine_add_message(chat_engine *e, const char *role, const wisp_chat_message *m) {
+    if (e->n_msgs == e->cap_msgs) {
+        size_t cap = e->cap_msgs ? e->cap_msgs * 2 : 16;
+        wisp_chat_message *grown = realloc(e->msgs, cap * sizeof *grown);
+        if (!grown) return false;
+        e->msgs = grown;
+        e->cap_msgs = cap;
+    }
+    char *block = malloc(m->content_len + m->tool_calls_json_len + m->tool_call_id_len + m->name_len + 4);
+    if (!block) return false;
+    char *at = block;
+    wisp_chat_message c = *m;
+    c.role = role;
+    c.role_len = strlen(role);
+    c.content = copy_part(&at, m->content ? m->content : "", m->content_len);
+    c.tool_calls_json = copy_part(&at, m->tool_calls_json, m->tool_calls_json_len);
+    c.tool_call_id = copy_part(&at, m->tool_call_id, m->tool_call_id_len);
+    c.name = copy_part(&at, m->name, m->name_len);
+    e->msgs[e->n_msgs++] = c;
+    return true;
 }
 
 bool chat_engine_add(chat_engine *e, const char *role, const char *text, size_t len) {
@@ -28,7 +61,7 @@ bool chat_engine_add(chat_engine *e, const char *role, const char *text, size_t 
     if (!copy) return false;
     memcpy(copy, text, len);
     copy[len] = 0;
-    e->msgs[e->n_msgs++] = (wisp_chat_message){role, strlen(role), copy, len};
+    e->msgs[e->n_msgs++] = (wisp_chat_message){.role = role, .role_len = strlen(role), .content = copy, .content_len = len};
     return true;
 }
 
@@ -64,6 +97,32 @@ bool chat_engine_open(chat_engine *e, const chat_opts *o) {
         cli_session_close(&e->s);
         return false;
     }
+    if (o->tools && !cli_chat_template_load_tools(&e->ct, o->tools)) {
+        chat_engine_close(e);
+        return false;
+    }
+    const char *choice = o->tool_choice ? o->tool_choice : "auto";
+    bool required = strcmp(choice, "required") == 0;
+    if (!required && strcmp(choice, "auto") != 0 && strcmp(choice, "none") != 0) {
+        fprintf(stderr, "wisp: --tool-choice %s: expected auto, required or none\n", choice);
+        chat_engine_close(e);
+        return false;
+    }
+    if (o->tool_choice && !o->tools) {
+        fprintf(stderr, "wisp: --tool-choice needs --tools\n");
+        chat_engine_close(e);
+        return false;
+    }
+    if (o->tools && strcmp(choice, "none") != 0) {
+        e->tools = cli_tools_family(e->ct.source);
+        char *gbnf = cli_tools_gbnf(e->ct.tools_json, e->ct.tools_len, e->tools, required, o->tools_bounded);
+        bool ok = gbnf && cli_guide_open(&e->guide, e->tok, gbnf, "chat --tools");
+        free(gbnf);
+        if (!ok) {
+            chat_engine_close(e);
+            return false;
+        }
+    }
     if (!cli_chat_template_set_date(&e->ct, o->date)) {
         fprintf(stderr, "wisp: --date %s: expected YYYY-MM-DD\n", o->date);
         chat_engine_close(e);
@@ -90,6 +149,7 @@ void chat_engine_close(chat_engine *e) {
     free(e->cache_mem);
     free(e->prompt);
     cli_chat_template_close(&e->ct);
+    cli_guide_close(&e->guide);
     cli_session_close(&e->s);
     memset(e, 0, sizeof *e);
 }
@@ -105,7 +165,7 @@ static int32_t tokenize_conversation(chat_engine *e, wisp_error *err) {
     char *text = NULL;
     size_t len = 0, cap_spans = n + 1, n_spans = 0, n_ids = 0;
     wisp_text_span *spans = malloc(cap_spans * 8 * sizeof *spans);
-    wisp_template_vars vars = {view, n, true, e->ct.bos, e->ct.eos, e->ct.year, e->ct.month, e->ct.day};
+    wisp_template_vars vars = {view, n, true, e->ct.bos, e->ct.eos, e->ct.year, e->ct.month, e->ct.day, e->ct.tools_json, e->ct.tools_len};
     size_t cap = 4096;
     for (size_t i = 0; i < n; i++) cap += view[i].content_len + 64;
     wisp_status s = WISP_OK;
@@ -219,10 +279,19 @@ bool chat_engine_reply(chat_engine *e, chat_piece_fn out, void *user, volatile s
     if (!answer) return false;
     double t1 = cli_now();
     bool ok = true;
+    if (e->guide.mem) { /* each answer starts the grammar afresh */
+        if (wisp_guide_reset(&e->guide.guide, &err)) {
+            cli_report("chat --tools", &err);
+            free(answer);
+            return false;
+        }
+        e->sampler.guide = &e->guide.guide;
+    }
     for (;;) {
         if (interrupt && *interrupt) { e->last.stopped = true; break; }
         if (e->last.generated >= e->o.n_predict) { e->last.truncated = true; break; }
         int32_t next = wisp_sample(e->s.ctx, &e->sampler, e->cache.tokens, (size_t)e->cache.n);
+        if (next < 0 && e->guide.mem && !cli_guide_finished(&e->guide, "chat")) { ok = false; break; }
         if (next < 0 || wisp_tokenizer_is_eog(e->tok, next)) break;
         e->last.generated++;
         size_t n = wisp_token_piece(e->tok, next, NULL, 0);

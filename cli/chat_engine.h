@@ -11,6 +11,8 @@
 
 #include "chat_cache.h"
 #include "chat_template.h"
+#include "grammar_source.h"
+#include "tool_calls.h"
 #include "session.h"
 
 #define CHAT_MAX_STOPS 8
@@ -20,6 +22,9 @@ typedef struct chat_opts {
     const char *chat_template; /* NAME|FILE, or NULL: the model's */
     const char *system;        /* system prompt, or NULL */
     const char *date;          /* for strftime_now, or NULL: today */
+    const char *tools;         /* --tools FILE.json, or NULL */
+    bool tools_bounded;        /* call arguments: short strings and arrays, no unlisted properties */
+    const char *tool_choice;   /* auto (text or a call), required (a call), none (tools only shown); NULL: auto */
     int32_t n_predict;         /* most tokens per answer */
     wisp_sampler_params sp;
     uint64_t seed;             /* UINT64_MAX: random */
@@ -41,6 +46,12 @@ void chat_opts_default(chat_opts *o);
     {"repeat-penalty", 0, OPT_FLOAT, &(o)->sp.repeat_penalty, "R", "penalise recently seen tokens; 1: off"},        \
     {"seed", 's', OPT_U64, &(o)->seed, "S", "random seed (default: random)"},                                        \
     {"stop", 0, OPT_STR_LIST, &(o)->stops, "TEXT", "also stop an answer at this text (repeatable, up to 8)"},        \
+    {"tools", 0, OPT_STR, &(o)->tools, "FILE.json",                                                                 \
+     "OpenAI-style tools [{\"type\":\"function\",\"function\":{name, description, parameters}}] for the template"},  \
+    {"tool-choice", 0, OPT_STR, &(o)->tool_choice, "auto|required|none",                                           \
+     "with --tools: answer text or one valid call (auto), only a call (required), or unconstrained (none)"},         \
+    {"tools-bounded", 0, OPT_FLAG, &(o)->tools_bounded, NULL,                                                       \
+     "call arguments as --json-bounded: strings of at most 24 characters, short arrays, only listed properties"},    \
     {"date", 0, OPT_STR, &(o)->date, "YYYY-MM-DD", "the date templates print (strftime_now); default: today"},      \
     {"quiet", 'q', OPT_FLAG, &(o)->quiet, NULL, "no statistics on stderr"}
 
@@ -68,6 +79,8 @@ typedef struct chat_engine {
     wisp_chat_cache cache;
     wisp_sampler sampler;
     chat_stats last;
+    cli_tool_family tools;   /* the wrapper calls are written in, when answers are constrained to text | call */
+    cli_guide guide;         /* that constraint (guide.mem NULL: none) */
     int turn;
 } chat_engine;
 
@@ -77,6 +90,8 @@ void chat_engine_close(chat_engine *e);
 
 /* Append a message (copied). */
 bool chat_engine_add(chat_engine *e, const char *role, const char *text, size_t len);
+/* Append a whole message (copied), tool-calling keys included; role is a static name. */
+bool chat_engine_add_message(chat_engine *e, const char *role, const wisp_chat_message *m);
 
 /* Forget everything but the system prompt (and clear the cache). */
 void chat_engine_reset(chat_engine *e);

@@ -7,6 +7,7 @@
 
 #include "chat_formats.h"
 #include "chat_messages.h"
+#include "chat_tools.h"
 
 static char *read_all(FILE *f, size_t *size) {
     size_t cap = 1 << 16, n = 0;
@@ -134,12 +135,13 @@ void cli_chat_template_close(cli_chat_template *ct) {
     free(ct->mem);
     free(ct->bos);
     free(ct->eos);
+    free(ct->tools_json);
     memset(ct, 0, sizeof *ct);
 }
 
 wisp_status cli_chat_render(const cli_chat_template *ct, const wisp_chat_message *msgs, size_t n, bool add_generation_prompt,
                             char **out, size_t *len, wisp_error *err) {
-    wisp_template_vars vars = {msgs, n, add_generation_prompt, ct->bos, ct->eos, ct->year, ct->month, ct->day};
+    wisp_template_vars vars = {msgs, n, add_generation_prompt, ct->bos, ct->eos, ct->year, ct->month, ct->day, ct->tools_json, ct->tools_len};
     size_t cap = 4096;
     for (size_t i = 0; i < n; i++) cap += msgs[i].content_len + msgs[i].role_len + 64;
     for (;;) {
@@ -159,6 +161,29 @@ wisp_status cli_chat_render(const cli_chat_template *ct, const wisp_chat_message
         *out = buf;
         return WISP_OK;
     }
+}
+
+bool cli_chat_template_load_tools(cli_chat_template *ct, const char *path) {
+    size_t size = 0;
+    char *doc = read_path(path, &size);
+    if (!doc) return false;
+    wisp_json j;
+    wisp_error err = {0};
+    size_t need = 0, n_tools = 0;
+    wisp_json_parse(&j, doc, size, NULL, 0, &need, &err);
+    wisp_json_node *nodes = need ? malloc(need * sizeof *nodes) : NULL;
+    bool ok = nodes && !wisp_json_parse(&j, doc, size, nodes, need, NULL, &err) &&
+              !wisp_chat_tools_check(&j, 0, &n_tools, &err);
+    free(nodes);
+    if (!ok) {
+        fprintf(stderr, "wisp: --tools %s: %s\n", path, err.message[0] ? err.message : "not JSON");
+        free(doc);
+        return false;
+    }
+    free(ct->tools_json);
+    ct->tools_json = doc;
+    ct->tools_len = size;
+    return true;
 }
 
 bool cli_load_messages(const char *path, wisp_chat_message **msgs, size_t *n, char **text_out) {

@@ -19,6 +19,8 @@ typedef struct cli_chat_template {
     wisp_template *tpl;
     char *bos, *eos;    /* NULL: undefined in the template */
     int year, month, day; /* what strftime_now formats */
+    char *tools_json;     /* --tools: JSON text of the tool list (owned); NULL: none */
+    size_t tools_len;
 } cli_chat_template;
 
 /* Any of g (a model), template_file, choice (--chat-template) may be NULL;
@@ -28,6 +30,10 @@ typedef struct cli_chat_template {
 bool cli_chat_template_open(cli_chat_template *ct, const wisp_gguf *g, const char *template_file, const char *choice,
                             const char *bos, const char *eos);
 void cli_chat_template_close(cli_chat_template *ct);
+
+/* --tools FILE: OpenAI-style tool definitions, checked, given to the template
+ * as `tools`. Prints "wisp: --tools FILE: why" and returns false on error. */
+bool cli_chat_template_load_tools(cli_chat_template *ct, const char *path);
 
 /* "YYYY-MM-DD" for strftime_now; NULL: today (local time). False on junk. */
 bool cli_chat_template_set_date(cli_chat_template *ct, const char *date);

@@ -10,7 +10,7 @@
 #include "session.h"
 
 int cmd_template(int argc, char **argv) {
-    const char *model = NULL, *template_file = NULL, *messages = NULL, *choice = NULL, *bos = NULL, *eos = NULL,
+    const char *model = NULL, *template_file = NULL, *messages = NULL, *choice = NULL, *bos = NULL, *eos = NULL, *tools = NULL,
                *date = NULL;
     bool no_gen = false, list = false;
     const cli_opt opts[] = {
@@ -21,6 +21,7 @@ int cmd_template(int argc, char **argv) {
         {"no-generation-prompt", 0, OPT_FLAG, &no_gen, NULL, "render add_generation_prompt=false (no assistant header at the end)"},
         {"bos", 0, OPT_STR, &bos, "TEXT", "bos_token for the template (default: the model's BOS token; none without a model)"},
         {"eos", 0, OPT_STR, &eos, "TEXT", "eos_token for the template (default: the model's EOS token)"},
+        {"tools", 0, OPT_STR, &tools, "FILE.json", "OpenAI-style tool definitions, given to the template as `tools`"},
         {"date", 0, OPT_STR, &date, "YYYY-MM-DD", "the date strftime_now gives (default: today)"},
         {"list", 0, OPT_FLAG, &list, NULL, "list the built-in formats and exit"},
     };
@@ -55,6 +56,7 @@ int cmd_template(int argc, char **argv) {
     if (model && !cli_open_gguf(&file, &g, model)) return CLI_FAIL;
     cli_chat_template ct;
     bool ok = cli_chat_template_open(&ct, model ? &g : NULL, template_file, choice, bos, eos);
+    if (ok && tools) ok = cli_chat_template_load_tools(&ct, tools);
     if (ok && !cli_chat_template_set_date(&ct, date)) {
         fprintf(stderr, "wisp template: --date %s: expected YYYY-MM-DD\n", date);
         cli_chat_template_close(&ct);

@@ -30,12 +30,24 @@ typedef struct wisp_template_limits {
 } wisp_template_limits;
 
 
-/* One message: `role` and `content` (UTF-8, not NUL-terminated necessarily). */
+/* One message: `role` and `content` (UTF-8, not NUL-terminated necessarily).
+ * The OpenAI tool-calling keys are optional (NULL: the key is absent):
+ * `tool_calls` (an assistant's calls) is JSON text of a list, given to the
+ * template as lists and dicts; `tool_call_id` and `name` (a `tool` message's
+ * answer) are strings. content_is_null: content is JSON null (None), as an
+ * assistant message that only calls tools may have. */
 typedef struct wisp_chat_message {
     const char *role;
     size_t role_len;
     const char *content;
     size_t content_len;
+    bool content_is_null;
+    const char *tool_calls_json;
+    size_t tool_calls_json_len;
+    const char *tool_call_id;
+    size_t tool_call_id_len;
+    const char *name;
+    size_t name_len;
 } wisp_chat_message;
 
 /* What a template sees. bos/eos NULL: the variable is undefined, as when a
@@ -48,6 +60,10 @@ typedef struct wisp_template_vars {
     const char *bos_token;
     const char *eos_token;
     int year, month, day;
+    /* OpenAI-style tool definitions as JSON text of a list; NULL: `tools` is
+     * None, as apply_chat_template passes when no tools are given. */
+    const char *tools_json;
+    size_t tools_json_len;
 } wisp_template_vars;
 
 /* Fill unset (zero) limits with the defaults. */

@@ -418,14 +418,25 @@ static bool bind_globals(tpl_render *r) {
     tpl_list *msgs = tpl_list_new(r, (uint32_t)v->n_messages);
     for (size_t i = 0; msgs && i < v->n_messages && !r->failed; i++) {
         const wisp_chat_message *m = &v->messages[i];
-        tpl_dict *d = tpl_dict_new(r, 2);
+        tpl_dict *d = tpl_dict_new(r, 5);
         if (!d) return false;
         tpl_dict_set(r, d, tpl_str("role", 4), tpl_str(m->role ? m->role : "", m->role_len));
-        tpl_dict_set(r, d, tpl_str("content", 7), tpl_str(m->content ? m->content : "", m->content_len));
+        tpl_dict_set(r, d, tpl_str("content", 7),
+                     m->content_is_null ? tpl_none() : tpl_str(m->content ? m->content : "", m->content_len));
+        if (m->tool_calls_json) {
+            tpl_val calls;
+            if (!tpl_from_json(r, m->tool_calls_json, m->tool_calls_json_len, &calls)) return false;
+            tpl_dict_set(r, d, tpl_str("tool_calls", 10), calls);
+        }
+        if (m->tool_call_id) tpl_dict_set(r, d, tpl_str("tool_call_id", 12), tpl_str(m->tool_call_id, m->tool_call_id_len));
+        if (m->name) tpl_dict_set(r, d, tpl_str("name", 4), tpl_str(m->name, m->name_len));
         msgs->items[i].kind = V_DICT;
         msgs->items[i].u.d = d;
     }
+    tpl_val tools = tpl_none();
+    if (v->tools_json && !tpl_from_json(r, v->tools_json, v->tools_json_len, &tools)) return false;
     if (!msgs || !tpl_push_frame(r, false)) return false;
+    tpl_bind(r, "tools", 5, tools);
     tpl_bind(r, "messages", 8, tpl_list_val(msgs));
     tpl_bind(r, "add_generation_prompt", 21, tpl_bool(v->add_generation_prompt));
     if (v->bos_token) tpl_bind(r, "bos_token", 9, tpl_str(v->bos_token, strlen(v->bos_token)));

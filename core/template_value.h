@@ -92,6 +92,8 @@ tpl_list *tpl_list_new(tpl_render *r, uint32_t n);
 tpl_dict *tpl_dict_new(tpl_render *r, uint32_t cap);
 bool tpl_dict_set(tpl_render *r, tpl_dict *d, tpl_val key, tpl_val val);
 const tpl_val *tpl_dict_get(const tpl_dict *d, const char *key, size_t n);
+/* JSON text (tools, tool calls) -> a value in the heap (template_json.c); false with the error set. */
+bool tpl_from_json(tpl_render *r, const char *text, size_t len, tpl_val *out);
 
 /* constructors */
 static inline tpl_val tpl_undef(void) { tpl_val v = {V_UNDEF, 0, {0}}; return v; }

@@ -18,7 +18,7 @@ packages=(
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
   gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc
   chromium valgrind python3-numpy python3-torch nodejs
-  python3-jsonschema tmux
+  python3-jsonschema python3-jinja2 tmux
 )
 
 if [ "${1:-}" = --list ]; then printf '%s\n' "${packages[@]}"; exit 0; fi

@@ -70,7 +70,7 @@ API int32_t ww_chat(ww_model *m, const char *json, uint32_t json_len, const char
     if (!s) s = wisp_template_plan(src, src_len, NULL, &bytes, err);
     if (!s) s = (mem = ww_alloc(bytes)) ? wisp_template_init(&t, mem, bytes, src, src_len, NULL, err)
                                         : wisp_fail(err, WISP_ERR_CAPACITY, "out of memory");
-    wisp_template_vars vars = {msgs, n_msgs, add_generation_prompt != 0, bos, eos, ymd / 10000, ymd / 100 % 100, ymd % 100};
+    wisp_template_vars vars = {msgs, n_msgs, add_generation_prompt != 0, bos, eos, ymd / 10000, ymd / 100 % 100, ymd % 100, NULL, 0};
     for (size_t cap = 4096 + 2 * (size_t)json_len; !s;) { /* grow the text until it fits */
         free(out);
         if (!(out = malloc(cap))) { s = wisp_fail(err, WISP_ERR_CAPACITY, "out of memory"); break; }

@@ -52,7 +52,7 @@ grep -q 'context of 128 tokens is full: dropped the [0-9]* oldest messages; the 
 p=$(sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p' "$WORK/long.err")
 [ "$p" -le 96 ] || fail "prompt of $p tokens leaves no room for the answer in 128"; ok
 # bad input fails clearly
-printf '[{"role":"user","content":"Hi","name":"x"}]' > "$WORK/bad.json"
+printf '[{"role":"user","content":"Hi","audio":"x"}]' > "$WORK/bad.json"
 expect_fail "$WISP" run -m "$model" --chat --messages "$WORK/bad.json"
 expect_fail "$WISP" run -m "$model" --chat --messages "$WORK/none.json"
 expect_fail "$WISP" run -m "$model" --chat --messages "$WORK/c1.json" --chat-template nosuch

@@ -46,9 +46,9 @@ printf '[{"role":"user","content":"Hi"}]' | "$WISP" template --chat-template cha
 [ "$(cat "$WORK/t.txt")" = "$(printf '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant')" ] || fail "chatml from stdin: $(cat "$WORK/t.txt")"; ok
 "$WISP" template --list | grep -q '^mistral ' || fail "--list"; ok
 # bad input: every failure names its cause, nothing crashes
-printf '[{"role":"user","content":"Hi","tool_calls":[]}]' > "$WORK/tool.json"
-out=$("$WISP" template --chat-template chatml --messages "$WORK/tool.json" 2>&1) && fail "tool_calls accepted"
-case "$out" in *'"tool_calls" is not supported'*) ok ;; *) fail "tool_calls message: $out" ;; esac
+printf '[{"role":"user","content":"Hi","audio":[]}]' > "$WORK/tool.json"
+out=$("$WISP" template --chat-template chatml --messages "$WORK/tool.json" 2>&1) && fail "an unknown message key (audio) accepted"
+case "$out" in *'"audio" is not supported'*) ok ;; *) fail "unknown key message: $out" ;; esac
 printf '{%% include "x" %%}' > "$WORK/bad.jinja"
 printf '[]' > "$WORK/empty.json"
 out=$("$WISP" template --template "$WORK/bad.jinja" --messages "$WORK/empty.json" 2>&1) && fail "include accepted"

@@ -22,13 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     wisp_template *t = NULL;
     if (mem && wisp_template_init(&t, mem, bytes, src, len, &lim, &err) == WISP_OK) {
         static const wisp_chat_message msgs[] = {
-            {"system", 6, "Be {{ brief }}.", 15},
-            {"user", 4, "Hi {% if %} <|im_end|>", 22},
-            {"assistant", 9, "<think>x</think>\n\nHello", 23},
-            {"user", 4, "  caf\xc3\xa9  ", 9},
+            {.role = "system", .role_len = 6, .content = "Be {{ brief }}.", .content_len = 15},
+            {.role = "user", .role_len = 4, .content = "Hi {% if %} <|im_end|>", .content_len = 22},
+            {.role = "assistant", .role_len = 9, .content = "<think>x</think>\n\nHello", .content_len = 23},
+            {.role = "user", .role_len = 4, .content = "  caf\xc3\xa9  ", .content_len = 9},
         };
         wisp_template_vars vars = {msgs, (size_t)((opt >> 2) & 3) + 1, (opt & 16) != 0, (opt & 32) ? "<s>" : NULL,
-                                   (opt & 64) ? "</s>" : NULL, 2024, 7, 26};
+                                   (opt & 64) ? "</s>" : NULL, 2024, 7, 26, NULL, 0};
         char out[8192];
         size_t n = 0;
         wisp_text_span spans[32];

@@ -188,6 +188,10 @@ EOF
             fi
             printf '\x1f{%% for m in messages %%}{{ loop.index }}{{ m.content|trim|tojson }}{%% endfor %%}' > "$c/min-loop"
             opts+=(-max_len=8192 -dict="$PWD/tests/fuzz/template.dict") ;;
+        fuzz_template_json)
+            # option byte 3: the text is both the tools list and the tool calls
+            printf '\x03[{"type": "function", "function": {"name": "f\\u00e9\\ud83d\\ude00", "parameters": {"type": "object", "properties": {"x": {"type": "number", "minimum": -1.5e3}}, "required": ["x"]}}}, null, true, 12]' > "$c/min-tools"
+            opts+=(-max_len=4096 -dict="$PWD/tests/fuzz/json.dict") ;;
         fuzz_gbnf)
             seed "$name" "$seeds"/gbnf/*
             printf 'root ::= ( [a-z]{1,3} | "(" root ")" )+ [^\\x00-\\x7f]? "."\0(ab)(c)\xc3\xa9.' > "$c/min-grammar"

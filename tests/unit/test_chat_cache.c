@@ -49,7 +49,7 @@ static int32_t chat_tokens(wisp_ctx *ctx, const wisp_chat_message *msgs, size_t 
     wisp_template *t = NULL;
     char text[4096];
     wisp_text_span spans[16];
-    wisp_template_vars vars = {msgs, n, true, NULL, NULL, 2024, 7, 26};
+    wisp_template_vars vars = {msgs, n, true, NULL, NULL, 2024, 7, 26, NULL, 0};
     const wisp_tokenizer *tok = wisp_ctx_tokenizer(ctx);
     size_t sb = wisp_tokenizer_scratch_bytes(tok, sizeof text);
     void *scratch = malloc(sb);
@@ -74,7 +74,7 @@ static void two_turns(void) {
     wisp_error err = {0};
 
     /* turn 1 */
-    wisp_chat_message msgs[4] = {{"system", 6, "You tell stories.", 17}, {"user", 4, "Once upon a time", 16}};
+    wisp_chat_message msgs[4] = {{.role = "system", .role_len = 6, .content = "You tell stories.", .content_len = 17}, {.role = "user", .role_len = 4, .content = "Once upon a time", .content_len = 16}};
     int32_t n1 = chat_tokens(a.ctx, msgs, 2, p1, 256), ran = 0;
     REQUIRE(n1 > 0, "turn 1 tokens");
     REQUIRE(wisp_chat_cache_prefill(&cache, a.ctx, p1, n1, &ran, &err) == WISP_OK, "%s", err.message);
@@ -95,8 +95,8 @@ static void two_turns(void) {
     CHECK(cache.n == n1 + 11, "the cache holds the prompt and the evaluated answer");
 
     /* turn 2: the answer becomes an assistant message, then a new user message */
-    msgs[2] = (wisp_chat_message){"assistant", 9, text, text_len};
-    msgs[3] = (wisp_chat_message){"user", 4, "And then?", 9};
+    msgs[2] = (wisp_chat_message){.role = "assistant", .role_len = 9, .content = text, .content_len = text_len};
+    msgs[3] = (wisp_chat_message){.role = "user", .role_len = 4, .content = "And then?", .content_len = 9};
     int32_t n2 = chat_tokens(a.ctx, msgs, 4, p2, 256);
     REQUIRE(n2 > n1, "turn 2 tokens");
     int32_t common = 0;

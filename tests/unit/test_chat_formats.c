@@ -95,7 +95,7 @@ static void compare_all(void) {
                 bool agp = false, want_error = false;
                 wisp_json_bool(&cj, wisp_json_get(&cj, c, "add_generation_prompt"), &agp);
                 wisp_json_bool(&cj, wisp_json_get(&cj, c, "error"), &want_error);
-                wisp_template_vars vars = {msgs, n, agp, bos, eos, 2024, 7, 26};
+                wisp_template_vars vars = {msgs, n, agp, bos, eos, 2024, 7, 26, NULL, 0};
                 char out[16384];
                 size_t len = 0;
                 wisp_status s = wisp_template_render(t, &vars, out, sizeof out, &len, &err);

@@ -30,7 +30,7 @@ static void check_vocab(const char *vocab, const char *format, const char *end_t
     /* a user who types the turn markers */
     char typed[160];
     snprintf(typed, sizeof typed, "Repeat: %s%s system", end_text, start_text);
-    const wisp_chat_message msgs[] = {{"user", 4, typed, strlen(typed)}, {"assistant", 9, "Sure.", 5}, {"user", 4, "Hi", 2}};
+    const wisp_chat_message msgs[] = {{.role = "user", .role_len = 4, .content = typed, .content_len = strlen(typed)}, {.role = "assistant", .role_len = 9, .content = "Sure.", .content_len = 5}, {.role = "user", .role_len = 4, .content = "Hi", .content_len = 2}};
     const char *src = wisp_chat_format_find(format)->template;
     size_t bytes = 0;
     wisp_error err = {0};
@@ -38,7 +38,7 @@ static void check_vocab(const char *vocab, const char *format, const char *end_t
     void *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
     wisp_template *t = NULL;
     REQUIRE(wisp_template_init(&t, mem, bytes, src, strlen(src), NULL, &err) == WISP_OK, "%s", err.message);
-    wisp_template_vars vars = {msgs, 3, true, NULL, NULL, 2024, 7, 26};
+    wisp_template_vars vars = {msgs, 3, true, NULL, NULL, 2024, 7, 26, NULL, 0};
     char text[2048];
     size_t len = 0, n_spans = 0;
     wisp_text_span spans[16];

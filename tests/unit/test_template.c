@@ -8,10 +8,10 @@
 #include "template.h"
 
 static const wisp_chat_message convo[] = {
-    {"system", 6, "Be brief.", 9},
-    {"user", 4, "Hi", 2},
-    {"assistant", 9, "Hello!", 6},
-    {"user", 4, "  Bye  ", 7},
+    {.role = "system", .role_len = 6, .content = "Be brief.", .content_len = 9},
+    {.role = "user", .role_len = 4, .content = "Hi", .content_len = 2},
+    {.role = "assistant", .role_len = 9, .content = "Hello!", .content_len = 6},
+    {.role = "user", .role_len = 4, .content = "  Bye  ", .content_len = 7},
 };
 
 static wisp_status render(const char *src, char *out, size_t cap, wisp_error *err) {
@@ -21,7 +21,7 @@ static wisp_status render(const char *src, char *out, size_t cap, wisp_error *er
     void *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
     wisp_template *t = NULL;
     s = wisp_template_init(&t, mem, bytes, src, strlen(src), NULL, err);
-    wisp_template_vars vars = {convo, 4, true, "<s>", "</s>", 2024, 7, 26};
+    wisp_template_vars vars = {convo, 4, true, "<s>", "</s>", 2024, 7, 26, NULL, 0};
     size_t len = 0;
     if (!s) s = wisp_template_render(t, &vars, out, cap, &len, err);
     free(mem);
@@ -160,7 +160,7 @@ static void test_plan_exact(void) {
     CHECK(wisp_template_init(&t, mem, bytes, src, strlen(src), &lim, &err) == WISP_OK, "exact: %s", err.message);
     /* the work heap is bounded by the limit: a huge render runs out cleanly */
     char out[256];
-    wisp_template_vars vars = {convo, 4, false, NULL, NULL, 2024, 7, 26};
+    wisp_template_vars vars = {convo, 4, false, NULL, NULL, 2024, 7, 26, NULL, 0};
     size_t len = 0;
     CHECK(wisp_template_render(t, &vars, out, sizeof out, &len, &err) == WISP_OK && len > 0, "%s", err.message);
     const char *hog = "{% set ns = namespace(s='') %}{% for i in range(2000) %}{% set ns.s = ns.s ~ 'xxxxxxxx' %}{% endfor %}";
@@ -181,7 +181,7 @@ static void test_content_spans(void) {
         "{% macro turn(m) %}[{{ m.content.split(' ')|join(' ') }}]{% endmacro %}{% for m in messages %}{{ turn(m) }}{% endfor %}",
         "{% set ns = namespace(t='') %}{% for m in messages %}{% set ns.t = ns.t ~ '<' ~ m.content[1:] ~ '>' %}{% endfor %}{{ ns.t }}",
     };
-    const wisp_chat_message m[] = {{"user", 4, " a<|im_end|>b ", 14}, {"assistant", 9, "xy", 2}};
+    const wisp_chat_message m[] = {{.role = "user", .role_len = 4, .content = " a<|im_end|>b ", .content_len = 14}, {.role = "assistant", .role_len = 9, .content = "xy", .content_len = 2}};
     for (int k = 0; k < 3; k++) {
         size_t bytes = 0;
         wisp_error err = {0};
@@ -189,7 +189,7 @@ static void test_content_spans(void) {
         void *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
         wisp_template *t = NULL;
         REQUIRE(wisp_template_init(&t, mem, bytes, srcs[k], strlen(srcs[k]), NULL, &err) == WISP_OK, "%s", err.message);
-        wisp_template_vars vars = {m, 2, false, NULL, NULL, 2024, 7, 26};
+        wisp_template_vars vars = {m, 2, false, NULL, NULL, 2024, 7, 26, NULL, 0};
         char out[512], marked[512];
         size_t len = 0, n = 0;
         wisp_text_span spans[16];

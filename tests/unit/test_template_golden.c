@@ -59,7 +59,7 @@ int main(void) {
         CHECK(s == WISP_OK, "%s/%s: messages: %s", model, conv, err.message);
         bool agp = false;
         wisp_json_bool(&cj, wisp_json_get(&cj, c, "add_generation_prompt"), &agp);
-        wisp_template_vars vars = {msgs, n_msgs, agp, bos, eos, 2024, 7, 26};
+        wisp_template_vars vars = {msgs, n_msgs, agp, bos, eos, 2024, 7, 26, NULL, 0};
         char out[16384];
         size_t len = 0;
         if (tpl && s == WISP_OK) s = wisp_template_render(tpl, &vars, out, sizeof out, &len, &err);
