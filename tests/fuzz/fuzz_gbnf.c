@@ -1,6 +1,8 @@
 /* libFuzzer harness: arbitrary bytes as a GBNF grammar, then (after the first
  * NUL, if any) a text to match. Compile in exactly the planned memory, then
- * feed the text byte by byte, asking what may come next at every step. */
+ * feed the text byte by byte, asking what may come next at every step.
+ * What it drives: core/grammar_parse.c (the compiler) and core/grammar_match.c
+ * (the matcher). */
 #include <stdlib.h>
 #include <string.h>
 

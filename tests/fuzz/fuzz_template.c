@@ -1,7 +1,9 @@
 /* libFuzzer harness: arbitrary bytes as a chat template (after one option
  * byte), planned into exactly its memory and rendered with a small
  * conversation whose content looks like template syntax. Small limits keep
- * each run quick; running out of them must be a clean error. */
+ * each run quick; running out of them must be a clean error.
+ * What it drives: core/template_lex.c, template_parse.c, template_eval.c,
+ * template_value.c, template_filters.c, template_strings.c, template_render.c. */
 #include <stdlib.h>
 #include <string.h>
 
