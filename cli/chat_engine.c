@@ -25,6 +25,18 @@ static char *copy_part(char **at, const char *s, size_t n) {
     return p;
 }
 
+bool chat_opts_usable(const chat_opts *o, const char *command) {
+    if (!o->mo.model) {
+        fprintf(stderr, "wisp %s: missing -m MODEL\n(see: wisp %s --help)\n", command, command);
+        return false;
+    }
+    if (o->n_predict < 1) {
+        fprintf(stderr, "wisp %s: -n must be at least 1\n", command);
+        return false;
+    }
+    return true;
+}
+
 /* One allocation holds the message's texts, content first, so freeing the
  * content frees them all. */
 bool chat_engine_add_message(chat_engine *e, const char *role, const wisp_chat_message *m) {

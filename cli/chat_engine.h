@@ -33,6 +33,9 @@ typedef struct chat_opts {
 } chat_opts;
 
 void chat_opts_default(chat_opts *o);
+/* After parsing: false (with a message naming `command`) when a model is
+ * missing or -n is below 1. */
+bool chat_opts_usable(const chat_opts *o, const char *command);
 
 /* The options chat_opts holds, for a command's table (model options come separately). */
 #define CHAT_OPTS(o)                                                                                                  \

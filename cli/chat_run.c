@@ -64,14 +64,7 @@ int cmd_run_chat(int argc, char **argv) {
     int n_pos;
     int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? CLI_OK : CLI_USAGE;
-    if (!o.mo.model) {
-        fprintf(stderr, "wisp run --chat: missing -m MODEL\n");
-        return CLI_USAGE;
-    }
-    if (o.n_predict < 1) {
-        fprintf(stderr, "wisp run --chat: -n must be at least 1\n");
-        return CLI_USAGE;
-    }
+    if (!chat_opts_usable(&o, "run --chat")) return CLI_USAGE;
     wisp_chat_message *msgs = NULL;
     char *text = NULL;
     size_t n = 0;

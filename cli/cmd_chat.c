@@ -72,14 +72,7 @@ int cmd_chat(int argc, char **argv) {
     int n_pos;
     int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? CLI_OK : CLI_USAGE;
-    if (!o.mo.model) {
-        fprintf(stderr, "wisp chat: missing -m MODEL\n(see: wisp chat --help)\n");
-        return CLI_USAGE;
-    }
-    if (o.n_predict < 1) {
-        fprintf(stderr, "wisp chat: -n must be at least 1\n");
-        return CLI_USAGE;
-    }
+    if (!chat_opts_usable(&o, "chat")) return CLI_USAGE;
     chat_engine e;
     if (!chat_engine_open(&e, &o)) return CLI_FAIL;
 #if defined(__wasi__) /* WASI emulates signal() only */
