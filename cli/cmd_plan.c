@@ -1,9 +1,11 @@
 /* wisp plan: the exact arena bytes per part for a model and settings. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "finetune_settings.h"
+#include "grammar_source.h"
 #include "plan_print.h"
 #include "session.h"
 
@@ -52,6 +54,45 @@ static void print_plan_c_header(FILE *out, const wisp_memory_plan *plan, const c
     fprintf(out, "#define WISP_ARENA_BYTES %zuu\n\n#endif\n", plan->total);
 }
 
+/* With a grammar: the three planned blocks a guided firmware declares
+ * statically next to its arena (the guide's size depends on the trie's
+ * longest token, so the guide is planned after the trie is built, exactly
+ * as `wisp run --grammar` does). */
+static bool print_grammar_c_header(FILE *out, const wisp_gguf *g, const char *gbnf, const wisp_matcher_limits *lim) {
+    wisp_error err = {0};
+    size_t table_bytes = 0;
+    void *mem = NULL;
+    wisp_tokenizer tok;
+    wisp_status st = wisp_tokenizer_plan(g, &table_bytes, &err);
+    if (!st && !(mem = malloc(table_bytes ? table_bytes : 1))) st = wisp_fail(&err, WISP_ERR_CAPACITY, "out of memory");
+    if (!st) {
+        wisp_arena a;
+        wisp_arena_init(&a, mem, table_bytes);
+        st = wisp_tokenizer_init(&tok, g, &a, &err);
+    }
+    if (st) {
+        cli_report("plan", &err);
+        free(mem);
+        return false;
+    }
+    cli_guide cg;
+    bool ok = cli_guide_open_limits(&cg, &tok, gbnf, lim, "plan");
+    if (ok) {
+        fprintf(out, "\n/* Grammar-constrained sampling (--grammar); do not edit. */\n");
+        fprintf(out, "#ifndef WISP_PLAN_GRAMMAR_H\n#define WISP_PLAN_GRAMMAR_H\n");
+        fprintf(out, "#define WISP_PLAN_GRAMMAR_LIMITS {%uu, %uu, %uu, %uu, %uu} /* wisp_matcher_limits */\n",
+                (unsigned)lim->max_stacks, (unsigned)lim->max_nodes, (unsigned)lim->max_work, (unsigned)lim->walk_states,
+                (unsigned)lim->walk_steps);
+        fprintf(out, "#define WISP_PLAN_TOKEN_TRIE_BYTES %zuu /* the vocabulary's byte trie */\n", cg.trie_bytes);
+        fprintf(out, "#define WISP_PLAN_GRAMMAR_BYTES %zuu /* the compiled grammar */\n", cg.grammar_bytes);
+        fprintf(out, "#define WISP_PLAN_GUIDE_BYTES %zuu /* matcher, mask and caches */\n", cg.guide_bytes);
+        fprintf(out, "#endif\n");
+        cli_guide_close(&cg);
+    }
+    free(mem);
+    return ok;
+}
+
 int cmd_plan(int argc, char **argv) {
     cli_model_opts mo;
     cli_model_opts_default(&mo);
@@ -59,6 +100,7 @@ int cmd_plan(int argc, char **argv) {
     size_t text_bytes = 0;
     ft_settings ts;
     ft_settings_default(&ts);
+    const char *grammar = NULL, *glimits = NULL;
     const cli_opt opts[] = {
         CLI_MODEL_OPTS(&mo),
         {"train", 0, OPT_FLAG, &train, NULL, "plan LoRA fine-tuning: --ctx and --batch are then its sequence length and micro-batch"},
@@ -73,6 +115,8 @@ int cmd_plan(int argc, char **argv) {
         {"text-bytes", 0, OPT_SIZE, &text_bytes, "BYTES", "longest text to tokenize at once; 0: 4096"},
         {"json", 0, OPT_FLAG, &json, NULL, "print machine-readable JSON"},
         {"c-header", 0, OPT_FLAG, &c_header, NULL, "print a C header (WISP_ARENA_BYTES, WISP_PLAN_N_CTX, ...) for a static arena"},
+        {"grammar", 0, OPT_STR, &grammar, "GBNF", "(--c-header) also plan this grammar's trie, grammar and guide blocks"},
+        {"grammar-limits", 0, OPT_STR, &glimits, "S,N,W,ST,SP", "(--grammar) matcher stacks, nodes, work; walk states, steps (default: wisp run's)"},
     };
     const cli_command cmd = {
         "plan", "-m MODEL [--ctx N] [--batch B] [--train [--rank R ...]] [--json | --c-header]",
@@ -124,7 +168,25 @@ int cmd_plan(int argc, char **argv) {
         cli_file_close(&f);
         return CLI_FAIL;
     }
-    if (c_header) print_plan_c_header(stdout, &plan, mo.model);
+    if (grammar && !c_header) {
+        fprintf(stderr, "wisp plan: --grammar goes with --c-header\n");
+        cli_file_close(&f);
+        return CLI_USAGE;
+    }
+    if (c_header) {
+        print_plan_c_header(stdout, &plan, mo.model);
+        wisp_matcher_limits lim = wisp_matcher_limits_default();
+        if (glimits && sscanf(glimits, "%u,%u,%u,%u,%u", &lim.max_stacks, &lim.max_nodes, &lim.max_work, &lim.walk_states,
+                              &lim.walk_steps) != 5) {
+            fprintf(stderr, "wisp plan: --grammar-limits takes five counts: stacks,nodes,work,states,steps\n");
+            cli_file_close(&f);
+            return CLI_USAGE;
+        }
+        if (grammar && !print_grammar_c_header(stdout, &g, grammar, &lim)) {
+            cli_file_close(&f);
+            return CLI_FAIL;
+        }
+    }
     else if (json) cli_print_plan_json(stdout, &plan);
     else {
         cli_print_family(stdout, &plan.hp);

@@ -142,10 +142,16 @@ void cli_grammar_free(cli_grammar *cg) {
 }
 
 bool cli_guide_open(cli_guide *cg, const wisp_tokenizer *tok, const char *gbnf, const char *who) {
+    wisp_matcher_limits lim = wisp_matcher_limits_default();
+    return cli_guide_open_limits(cg, tok, gbnf, &lim, who);
+}
+
+bool cli_guide_open_limits(cli_guide *cg, const wisp_tokenizer *tok, const char *gbnf, const wisp_matcher_limits *limits,
+                           const char *who) {
     memset(cg, 0, sizeof *cg);
     wisp_error err = {0};
     size_t len = strlen(gbnf);
-    wisp_matcher_limits lim = wisp_matcher_limits_default();
+    wisp_matcher_limits lim = *limits;
     wisp_status st = wisp_token_trie_plan(tok, &cg->trie_bytes, &err);
     if (!st) st = wisp_grammar_plan(gbnf, len, &cg->grammar_bytes, &err);
     wisp_arena arena;

@@ -63,6 +63,9 @@ typedef struct cli_guide {
     double trie_seconds, compile_seconds;
 } cli_guide;
 
+/* cli_guide_open with the matcher and walk limits given (a firmware's, e.g.) */
+bool cli_guide_open_limits(cli_guide *cg, const wisp_tokenizer *tok, const char *gbnf, const wisp_matcher_limits *limits,
+                           const char *who);
 bool cli_guide_open(cli_guide *cg, const wisp_tokenizer *tok, const char *gbnf, const char *who);
 void cli_guide_close(cli_guide *cg);
 /* After wisp_sample returned -1 with a guide attached: true when that is the

@@ -57,6 +57,9 @@ typedef struct wisp_matcher_limits {
     uint32_t max_stacks; /* stacks one state may hold (alternatives alive at once) */
     uint32_t max_nodes;  /* stack nodes alive at once (each pool of two) */
     uint32_t max_work;   /* expansions per byte, and node ids of the states held at once */
+    /* the guide's mask walk (guide.h); 0: the default. Small values fit a microcontroller */
+    uint32_t walk_states; /* distinct states one walk may meet */
+    uint32_t walk_steps;  /* (state, byte) steps one walk remembers (a power of two) */
 } wisp_matcher_limits;
 
 wisp_matcher_limits wisp_matcher_limits_default(void);

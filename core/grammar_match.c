@@ -17,7 +17,7 @@
 #define NONE 0xFFFFFFFFu
 
 wisp_matcher_limits wisp_matcher_limits_default(void) {
-    wisp_matcher_limits l = {4096, 1u << 15, 1u << 16};
+    wisp_matcher_limits l = {4096, 1u << 15, 1u << 16, 0, 0}; /* 0: the guide's walk defaults */
     return l;
 }
 

@@ -13,16 +13,26 @@
 static size_t mask_words(const wisp_token_trie *t) { return ((size_t)t->n_vocab + 31) / 32; }
 
 /* The guide's own arrays, after the matcher's, from one list (plan and init agree). */
-static size_t guide_arrays(const wisp_token_trie *t, wisp_guide *gd, wisp_arena *arena) {
+/* rounded down to a power of two: both hash tables are indexed by masking */
+static uint32_t pow2_below(uint32_t want) {
+    uint32_t p = 16;
+    while (p * 2 <= want && p < (1u << 26)) p *= 2;
+    return p;
+}
+static uint32_t walk_states(const wisp_matcher_limits *lim) { return pow2_below(lim->walk_states ? lim->walk_states : MAX_STATES); }
+static uint32_t walk_steps(const wisp_matcher_limits *lim) { return pow2_below(lim->walk_steps ? lim->walk_steps : TRANS_CAP); }
+
+static size_t guide_arrays(const wisp_token_trie *t, const wisp_matcher_limits *lim, wisp_guide *gd, wisp_arena *arena) {
+    size_t n_states = walk_states(lim), n_steps = walk_steps(lim);
     size_t depth = (size_t)t->max_len + 2;
     struct { void **dest; size_t bytes; } parts[] = {
         {(void **)(gd ? &gd->mask : NULL), mask_words(t) * 4},
         {(void **)(gd ? &gd->walk_state : NULL), depth * 4},
         {(void **)(gd ? &gd->walk_end : NULL), depth * 4},
-        {(void **)(gd ? &gd->states : NULL), MAX_STATES * sizeof(wisp_gstate)},
-        {(void **)(gd ? &gd->state_hash : NULL), MAX_STATES * 4},
-        {(void **)(gd ? &gd->state_table : NULL), 2 * MAX_STATES * 4},
-        {(void **)(gd ? &gd->trans : NULL), 2 * (size_t)TRANS_CAP * 4},
+        {(void **)(gd ? &gd->states : NULL), n_states * sizeof(wisp_gstate)},
+        {(void **)(gd ? &gd->state_hash : NULL), n_states * 4},
+        {(void **)(gd ? &gd->state_table : NULL), 2 * n_states * 4},
+        {(void **)(gd ? &gd->trans : NULL), 2 * n_steps * 4},
         {(void **)(gd ? &gd->cache_mask : NULL), CACHE_SLOTS * mask_words(t) * 4},
         {(void **)(gd ? &gd->cache_key : NULL), CACHE_SLOTS * CACHE_KEY_MAX * 4},
         {(void **)(gd ? &gd->cache_info : NULL), CACHE_SLOTS * 4 * 4},
@@ -36,7 +46,7 @@ static size_t guide_arrays(const wisp_token_trie *t, wisp_guide *gd, wisp_arena 
 }
 
 size_t wisp_guide_plan(const wisp_token_trie *t, const wisp_grammar *g, const wisp_matcher_limits *lim) {
-    return wisp_bytes_add(wisp_matcher_plan(g, lim), guide_arrays(t, NULL, NULL));
+    return wisp_bytes_add(wisp_matcher_plan(g, lim), guide_arrays(t, lim, NULL, NULL));
 }
 
 wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp_grammar *g,
@@ -49,8 +59,8 @@ wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp
     gd->trie = t;
     wisp_status st = wisp_matcher_init(&gd->m, g, lim, arena, err);
     if (st) return st;
-    if (!guide_arrays(t, gd, arena)) return wisp_fail(err, WISP_ERR_INTERNAL, "grammar guide: the arena ran out after planning");
-    gd->max_states = MAX_STATES, gd->trans_cap = TRANS_CAP;
+    if (!guide_arrays(t, lim, gd, arena)) return wisp_fail(err, WISP_ERR_INTERNAL, "grammar guide: the arena ran out after planning");
+    gd->max_states = walk_states(lim), gd->trans_cap = walk_steps(lim);
     gd->cache_slots = CACHE_SLOTS, gd->cache_key_max = CACHE_KEY_MAX;
     memset(gd->cache_info, 0, CACHE_SLOTS * 4 * 4);
     gd->cache_epoch = gd->m.epoch;

@@ -18,6 +18,12 @@ EMB_CTX          ?= 288
 EMB_BATCH        ?= 8
 EMB_TEXT_BYTES   ?= 64
 EMB_N_PREDICT    ?= 200
+# Classification firmware (grammar-constrained): its context, the grammar
+# (the same text as FW_GRAMMAR in embedded/firmware/classify.c) and the
+# matcher/walk limits (stacks,nodes,work,states,steps) sized for an MCU.
+EMB_CLASSIFY_CTX    ?= 64
+EMB_CLASSIFY_GRAMMAR := root ::= " positive" | " negative" | " neutral"
+EMB_CLASSIFY_LIMITS ?= 64,512,512,256,2048
 # Training firmware: the first EMB_TRAIN_TEXT_BYTES of tinyshakespeare in
 # flash, windows of EMB_TRAIN_SEQ tokens, LoRA rank EMB_TRAIN_RANK on
 # EMB_TRAIN_TARGETS with activation checkpointing, EMB_TRAIN_STEPS AdamW
@@ -87,7 +93,7 @@ EMB_MODEL := $(EMB)/model/$(basename $(notdir $(EMB_MODEL_SRC)))-$(EMB_MODEL_TYP
 endif
 
 .PHONY: embedded test-embedded embedded-max-ctx embedded-clean
-embedded: $(EMB)/infer-m4.elf $(EMB)/infer-m7.elf $(EMB)/infer-rv64.elf $(EMB)/train-m7.elf \
+embedded: $(EMB)/infer-m4.elf $(EMB)/infer-m7.elf $(EMB)/infer-rv64.elf $(EMB)/train-m7.elf $(EMB)/classify-m4.elf \
           $(EMB)/kernel-check-m4.elf $(EMB)/kernel-check-m7.elf $(EMB)/kernel-check-m33.elf \
           $(EMB)/tools/libinsn.so $(EMB)/tools/lora_diff
 
@@ -113,6 +119,13 @@ endif
 $(EMB_TRAIN_TEXT): $(EMB_TRAIN_DATA_SRC)
 	@mkdir -p $(dir $@)
 	head -c $(EMB_TRAIN_TEXT_BYTES) $< > $@
+
+$(EMB)/gen/classify/classify_plan.h: $(BUILD)/wisp $(EMB_MODEL) FORCE
+	@mkdir -p $(dir $@)
+	@$(BUILD)/wisp plan -m $(EMB_MODEL) --ctx $(EMB_CLASSIFY_CTX) --batch $(EMB_BATCH) --kv-type f16 -t 1 \
+	    --text-bytes $(EMB_TEXT_BYTES) --c-header --grammar '$(EMB_CLASSIFY_GRAMMAR)' \
+	    --grammar-limits $(EMB_CLASSIFY_LIMITS) > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "wrote $@"; fi
 
 $(EMB)/gen/train/train_plan.h: $(BUILD)/wisp $(EMB_MODEL) FORCE
 	@mkdir -p $(dir $@)
@@ -172,6 +185,15 @@ $(EMB)/$(1)/infer-ctx$(EMB_CTX).elf: $$(EMB_$(1)_OBJ)/infer-ctx$(EMB_CTX).o $$(E
                             $(EMB)/$(1)/libwisp.a $$(EMB_$(1)_LD)
 	$$(call EMB_LINK,$(1),$(EMB_INFER_RAM),$$(filter %.o %.a,$$^))
 
+# The grammar-constrained classification firmware (256 KB of SRAM).
+$$(EMB_$(1)_OBJ)/classify.o: embedded/firmware/classify.c $(EMB)/gen/classify/classify_plan.h
+	@mkdir -p $$(dir $$@)
+	$$(EMB_$(1)_CC) $$(EMB_$(1)_FLAGS) -I$(EMB)/gen/classify -DFW_NAME='"classify-$(1)"' -MMD -MP -c $$< -o $$@
+
+$(EMB)/$(1)/classify.elf: $$(EMB_$(1)_OBJ)/classify.o $$(EMB_$(1)_OBJ)/model.o $$(EMB_$(1)_RUNTIME) \
+                          $(EMB)/$(1)/libwisp.a $$(EMB_$(1)_LD)
+	$$(call EMB_LINK,$(1),$(EMB_INFER_RAM),$$(filter %.o %.a,$$^))
+
 # The training firmware (512 KB of SRAM).
 $$(EMB_$(1)_OBJ)/train.o: embedded/firmware/train.c $(EMB)/gen/train/train_plan.h
 	@mkdir -p $$(dir $$@)
@@ -221,6 +243,9 @@ $(foreach t,m4 m7 m33 rv64,$(eval $(call EMB_TARGET,$(t))))
 $(EMB)/infer-%.elf: $(EMB)/%/infer-ctx$(EMB_CTX).elf
 	cp $< $@
 
+$(EMB)/classify-%.elf: $(EMB)/%/classify.elf
+	cp $< $@
+
 $(EMB)/train-%.elf: $(EMB)/%/train.elf
 	cp $< $@
 
@@ -234,6 +259,7 @@ $(EMB)/fault-probe-%.elf: $(EMB)/%/fault-probe.elf
 # fails, named (scripts/install-deps.sh installs them).
 test-embedded: $(BUILD)/wisp
 	@EMB=$(EMB) WISP=$(BUILD)/wisp WISP_SHARED=$(SHARED) EMB_MODEL=$(EMB_MODEL) EMB_CTX=$(EMB_CTX) \
+	  EMB_CLASSIFY_CTX=$(EMB_CLASSIFY_CTX) EMB_CLASSIFY_GRAMMAR='$(EMB_CLASSIFY_GRAMMAR)' \
 	  EMB_N_PREDICT=$(EMB_N_PREDICT) EMB_TRAIN_TEXT=$(EMB_TRAIN_TEXT) EMB_TRAIN_SEQ=$(EMB_TRAIN_SEQ) \
 	  EMB_TRAIN_RANK=$(EMB_TRAIN_RANK) EMB_TRAIN_TARGETS=$(EMB_TRAIN_TARGETS) EMB_TRAIN_STEPS=$(EMB_TRAIN_STEPS) \
 	  EMB_TRAIN_LR=$(EMB_TRAIN_LR) EMB_TRAIN_SEED=$(EMB_TRAIN_SEED) MAKE_CMD="$(MAKE) --no-print-directory" \

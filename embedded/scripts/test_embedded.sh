@@ -13,6 +13,10 @@
 #                  scalar); `wisp eval --lora` loads the adapter and its loss on
 #                  the training text is below the base model's; `wisp run --lora`
 #                  generates with it
+#   classify-m4    a grammar-constrained label (trie, grammar and guide in
+#                  static blocks planned by `wisp plan --c-header --grammar`):
+#                  one of the grammar's labels, byte-identical to `wisp run
+#                  --grammar --temp 0`; each block equals this target's own plan
 #   infer-qwen3-m7 a second family of the architecture table (qwen3: per-head
 #                  q/k norms, NEOX RoPE, head size 64 != dim/heads), Q4_0, ctx 64:
 #                  greedy text byte-identical to the native engine's
@@ -66,7 +70,7 @@ if have riscv64-unknown-elf-gcc && have qemu-system-riscv64; then boards+=(rv64)
 
 targets=("$EMB/tools/libinsn.so")
 for b in "${boards[@]}"; do targets+=("$EMB/infer-$b.elf"); done
-[ $arm = 1 ] && targets+=("$EMB/train-m7.elf" "$EMB/tools/lora_diff" \
+[ $arm = 1 ] && targets+=("$EMB/train-m7.elf" "$EMB/classify-m4.elf" "$EMB/tools/lora_diff" \
                           "$EMB/kernel-check-m4.elf" "$EMB/kernel-check-m7.elf" "$EMB/kernel-check-m33.elf")
 if ! $MAKE_CMD "${targets[@]}" >"$work/build.log" 2>&1; then
     bad build "make ${targets[*]##*/}"; show "$work/build.log" 40
@@ -115,6 +119,41 @@ for b in "${boards[@]}"; do
     ok "$name" "$(wc -c <"$out") bytes match the native engine, ${secs}s, stack $stack_used/$stack_reserved B," \
         "$pt insns/token over $nt tokens"
 done
+
+# ---- a grammar-constrained label on the Cortex-M4 ----------------------------
+classify_check() {
+    local name=classify-m4 out=$work/classify-m4.out err=$work/classify-m4.err prompt="The movie was great. Sentiment:"
+    : "${EMB_CLASSIFY_CTX:?}" "${EMB_CLASSIFY_GRAMMAR:?}"
+    WISP_KERNELS=scalar "$WISP" run -m "$EMB_MODEL" -p "$prompt" --grammar "$EMB_CLASSIFY_GRAMMAR" --temp 0 -n 16 \
+        --ctx "$EMB_CLASSIFY_CTX" -t 1 -q >"$work/classify-native.txt" 2>"$work/classify-native.err" ||
+        { bad "$name" "native wisp run --grammar failed"; show "$work/classify-native.err"; return; }
+    "$run" "$EMB/$name.elf" >"$out" 2>"$err" || { bad "$name" "exit status $?"; show "$err"; return; }
+    if ! cmp -s "$out" "$work/classify-native.txt"; then
+        bad "$name" "label differs from the native engine"; diff "$work/classify-native.txt" "$out" | head -n 8; return
+    fi
+    # the label is one the grammar allows (checked by the grammar matcher, not by us)
+    local label
+    label=$(head -n1 "$out"); label=${label#"$prompt"}
+    local gfile=$work/classify.gbnf
+    printf '%s\n' "$EMB_CLASSIFY_GRAMMAR" >"$gfile"
+    if ! "$WISP" grammar match "$gfile" "$label" >"$work/classify-match.txt" 2>&1; then
+        bad "$name" "label '$label' is not accepted by the grammar"; show "$work/classify-match.txt"; return
+    fi
+    # each static block is exactly what this target plans (host plan == target plan)
+    local part size plan
+    for part in trie grammar guide; do
+        size=$(sed -n "s/.* $part \([0-9]*\) (plan \([0-9]*\)).*/\1/p" "$err")
+        plan=$(sed -n "s/.* $part \([0-9]*\) (plan \([0-9]*\)).*/\2/p" "$err")
+        if [ -z "$size" ] || [ "$size" != "$plan" ]; then
+            bad "$name" "$part block ${size:-?} bytes, the target plans ${plan:-?}"; return
+        fi
+        eval "classify_$part=$size"
+    done
+    stack_ok "$name" "$err" || return
+    ok "$name" "label '$label' matches the native engine and the grammar; trie $classify_trie B," \
+        "grammar $classify_grammar B, guide $classify_guide B, ctx $EMB_CLASSIFY_CTX, stack $stack_used/$stack_reserved B"
+}
+[ $arm = 1 ] && classify_check
 
 # ---- another family on the Cortex-M7: qwen3 ----------------------------------
 qwen3_check() {
@@ -260,7 +299,9 @@ row() { # row FIRMWARE BOARD SIZE-TOOL SRAM-BUDGET-KIB ERR-FILE PREFILL PER-UNIT
                     rv64) board=virt-rv64; tool=riscv64-unknown-elf-size ;; esac
         row "infer-$b.elf" $board $tool 256 "$work/infer-$b.err" "${prefill[$b]:-?}" "${per_token[$b]:-?}/token"
     done
+    [ $arm = 1 ] && row classify-m4.elf mps2-an386 arm-none-eabi-size 256 "$work/classify-m4.err" "-" "-"
     [ $arm = 1 ] && row train-m7.elf mps2-an500 arm-none-eabi-size 512 "$work/train-m7.err" "-" "${train_step_insns:-?}/step"
+    [ $arm = 1 ] && echo "(classify-m4: ctx ${EMB_CLASSIFY_CTX:-?}; its SRAM holds the arena plus trie ${classify_trie:-?} B, grammar ${classify_grammar:-?} B, guide ${classify_guide:-?} B)"
     echo "(inference: ctx $EMB_CTX, $EMB_N_PREDICT tokens; training: $EMB_TRAIN_STEPS steps of $EMB_TRAIN_SEQ tokens, rank $EMB_TRAIN_RANK on $EMB_TRAIN_TARGETS)"
 } | tee "$EMB/budget.txt"
 

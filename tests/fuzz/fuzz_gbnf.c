@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t bytes;
     wisp_error err;
     if (wisp_grammar_plan(g, glen, &bytes, &err) == WISP_OK) {
-        wisp_matcher_limits lim = {256, 2048, 2048};
+        wisp_matcher_limits lim = {256, 2048, 2048, 0, 0};
         size_t total = bytes + wisp_matcher_plan(NULL, &lim);
         void *mem = fuzz_exact(total);
         wisp_arena a;

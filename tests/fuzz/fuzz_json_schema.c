@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 abort();
             }
             if (st == WISP_OK) {
-                wisp_matcher_limits lim = {256, 4096, 4096};
+                wisp_matcher_limits lim = {256, 4096, 4096, 0, 0};
                 size_t total = bytes + wisp_matcher_plan(NULL, &lim);
                 void *mem = fuzz_exact(total);
                 wisp_arena a;
