@@ -107,6 +107,7 @@ int cmd_embed(int argc, char **argv) {
     float *vec = malloc(sizeof(float) * (size_t)dim);
     wisp_error err = {0};
     wisp_status st = tokens && vec ? WISP_OK : wisp_fail(&err, WISP_ERR_CAPACITY, "out of memory");
+    if (st) cli_report(mo.model, &err);
     if (!st && json) {
         const char *base = strrchr(mo.model, '/');
         base = base ? base + 1 : mo.model;
@@ -120,7 +121,7 @@ int cmd_embed(int argc, char **argv) {
         st = wisp_tokenize_text(s.ctx, texts[i].s, texts[i].n, WISP_TOKENIZE_ADD_BOS, tokens, (size_t)n_ctx, &n, &err);
         if (!st) st = wisp_embed_tokens(s.ctx, tokens, (int32_t)n, pooling, !no_normalize, vec, &err);
         if (st) {
-            fprintf(stderr, "wisp embed: text %zu: ", i + 1);
+            fprintf(stderr, "wisp embed: %s: text %zu: %s\n", mo.model, i + 1, err.message);
             break;
         }
         if (json) {
@@ -134,7 +135,6 @@ int cmd_embed(int argc, char **argv) {
         }
     }
     if (json && tokens && vec) printf("]}\n");
-    if (st) cli_report(mo.model, &err);
     free(vec);
     free(tokens);
     free(texts);

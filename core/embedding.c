@@ -23,7 +23,9 @@ wisp_status wisp_embed_tokens(wisp_ctx *ctx, const int32_t *tokens, int32_t n, w
         int32_t step = n - done < ctx->cfg.n_batch ? n - done : ctx->cfg.n_batch;
         wisp_status st = wisp_eval(ctx, tokens + done, step, err); /* refuses ids outside the vocabulary */
         if (st) return st;
-        for (int32_t t = pooling == WISP_POOL_MEAN ? 0 : step - 1; t < step; t++) {
+        const bool final_step = done + step == n;
+        /* mean: every row of every step; last: only the final step's last row */
+        for (int32_t t = pooling == WISP_POOL_MEAN ? 0 : final_step ? step - 1 : step; t < step; t++) {
             const float *h = wisp_hidden(ctx, t);
             for (int32_t i = 0; i < dim; i++) out[i] += h[i];
         }
