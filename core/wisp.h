@@ -125,8 +125,9 @@ const float *wisp_hidden(const wisp_ctx *ctx, int32_t i);
 typedef enum { WISP_POOL_MEAN = 0, WISP_POOL_LAST = 1 } wisp_pooling;
 
 /* The embedding of tokens[0..n) (dim floats into out, dim = wisp_ctx_hparams(ctx)->dim): the mean
- * of every position's final hidden state, or the last position's; L2-normalized if asked. Needs
- * cfg.hidden_states. Starts from an empty cache (rewinds to 0) and leaves the text in it. */
+ * of every position's final hidden state, or the last position's; L2-normalized if asked. Works on
+ * any context: it starts from an empty cache (rewinds to 0) and, unless cfg.hidden_states is set,
+ * leaves it empty (n_past 0, no logits); with it, the text stays cached and wisp_hidden valid. */
 wisp_status wisp_embed_tokens(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_pooling pooling, bool normalize,
                               float *out, wisp_error *err);
 int32_t wisp_last_step_tokens(const wisp_ctx *ctx);

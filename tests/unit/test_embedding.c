@@ -4,7 +4,8 @@
  *   - the vector does not depend on how the text is cut into forward steps (batch 1, 7, 64);
  *   - normalized vectors have length 1 and point where the raw pooled vector points;
  *   - mean and last pooling differ; the context keeps no logits in this mode; a context
- *     without hidden_states, an empty text and one longer than n_ctx are refused.
+ *     without hidden_states embeds alike and is left empty, still computing logits after;
+ *     an empty text and one longer than n_ctx are refused.
  * On stories260K and two synthetic models. */
 #include <math.h>
 #include <string.h>
@@ -127,13 +128,20 @@ static void check_model(const char *rel) {
     CHECK(wisp_embed_tokens(env.ctx, long_text, 65, WISP_POOL_MEAN, true, got, &err) == WISP_ERR_CAPACITY,
           "%s: a text longer than n_ctx", rel);
     free(long_text);
+    /* a context without hidden_states embeds too, gives the same vector, and is left empty */
     train_env plain = {0};
     cfg.hidden_states = false;
+    cfg.n_batch = 7;
     REQUIRE(train_open(&plain, path, &cfg), "open %s (no hidden states)", rel);
-    CHECK(wisp_embed_tokens(plain.ctx, tok, N_TOK, WISP_POOL_MEAN, true, got, &err) == WISP_ERR_ARG &&
-              strstr(err.message, "hidden_states"),
-          "%s: embeddings without hidden_states: '%s'", rel, err.message);
-    CHECK(wisp_hidden(plain.ctx, -1) == NULL, "%s: wisp_hidden without hidden_states", rel);
+    REQUIRE(embed(&env, tok, N_TOK, WISP_POOL_MEAN, true, got) && embed(&plain, tok, N_TOK, WISP_POOL_MEAN, true, other),
+            "%s: embed", rel);
+    CHECK(memcmp(got, other, sizeof(float) * (size_t)dim) == 0, "%s: a logits context embeds otherwise", rel);
+    CHECK(wisp_n_past(plain.ctx) == 0 && wisp_logits(plain.ctx, -1) == NULL && wisp_hidden(plain.ctx, -1) == NULL,
+          "%s: a logits context is not left empty after embedding", rel);
+    CHECK(wisp_n_past(env.ctx) == N_TOK, "%s: a hidden_states context keeps the text", rel);
+    /* and it still computes logits afterwards */
+    CHECK(wisp_eval(plain.ctx, tok, 3, &err) == WISP_OK && wisp_logits(plain.ctx, -1) != NULL,
+          "%s: no logits after embedding", rel);
     train_close(&plain);
 
     ref_model_free(&r);
