@@ -8,6 +8,7 @@ int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_convert_llama2c(int argc, char **argv);
 int cmd_make_model(int argc, char **argv);

@@ -17,6 +17,7 @@ static const command commands[] = {
     {"tokenize", cmd_tokenize, "show how text is split into tokens"},
     {"plan", cmd_plan, "print the exact memory plan for a model and settings"},
     {"logits", cmd_logits, "print logits and greedy continuations as JSON (for checking against references)"},
+    {"embed", cmd_embed, "print one embedding vector per text (mean or last hidden state, L2-normalized)"},
     {"perplexity", cmd_perplexity, "mean negative log-likelihood and perplexity of a text file"},
     {"convert-llama2c", cmd_convert_llama2c, "convert a llama2.c checkpoint and tokenizer to GGUF"},
     {"make-model", cmd_make_model, "write a random-weight model at a real model's shape (for benchmarks)"},

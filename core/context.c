@@ -247,11 +247,18 @@ wisp_status wisp_eval(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_erro
 }
 
 const float *wisp_logits(const wisp_ctx *ctx, int32_t i) {
-    if (ctx->last_step == 0) return NULL;
+    if (ctx->last_step == 0 || ctx->cfg.hidden_states) return NULL;
     if (i < 0) i = ctx->last_step - 1;
     if (i >= ctx->last_step) return NULL;
     if (!ctx->cfg.logits_all) return i == ctx->last_step - 1 ? ctx->logits : NULL;
     return ctx->logits + (size_t)i * ctx->model.hp.n_vocab;
+}
+
+const float *wisp_hidden(const wisp_ctx *ctx, int32_t i) {
+    if (!ctx->cfg.hidden_states || ctx->last_step == 0) return NULL;
+    if (i < 0) i = ctx->last_step - 1;
+    if (i >= ctx->last_step) return NULL;
+    return ctx->s.xb + (size_t)i * ctx->model.hp.dim;
 }
 
 int32_t wisp_sample(wisp_ctx *ctx, wisp_sampler *s, const int32_t *history, size_t n_history) {

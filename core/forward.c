@@ -203,10 +203,17 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
         add_rows(s->x, s->proj, T, dim);
     }
 
-    /* logits: every position when asked for, else only the last one */
-    int32_t first = ctx->cfg.logits_all ? 0 : T - 1, n_out = T - first;
+    /* logits: every position when asked for, else only the last one; embeddings stop at the
+     * normed hidden states, which stay in s->xb for wisp_hidden */
+    const bool hidden = ctx->cfg.hidden_states;
+    int32_t first = ctx->cfg.logits_all || hidden ? 0 : T - 1, n_out = T - first;
     norm_rows(e, s->xb, s->x + (size_t)first * dim, m->output_norm, n_out, dim, hp->rms_eps);
     if ((st = finite_or_fail(s->xb, n_out, dim, -1, "output.weight", pos + first, err))) return st;
+    if (hidden) {
+        ctx->n_past += T;
+        ctx->last_step = T;
+        return WISP_OK;
+    }
     wisp_exec_matmul(e, &m->output, s->xb, dim, n_out, ctx->logits, hp->n_vocab);
     if (hp->final_softcap > 0) wisp_softcap(ctx->logits, (int64_t)n_out * hp->n_vocab, hp->final_softcap);
     if ((st = finite_or_fail(ctx->logits, n_out, hp->n_vocab, -1, NULL, pos + first, err))) return st;

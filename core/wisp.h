@@ -55,6 +55,9 @@ typedef struct wisp_config {
     int32_t n_batch;         /* most tokens per forward step; 0: min(n_ctx, 64) */
     int32_t kv_type;         /* WISP_TYPE_F16 (default, as llama.cpp) or WISP_TYPE_F32 */
     bool logits_all;         /* keep logits of every position of a step, not just the last */
+    bool hidden_states;      /* embeddings: keep every position's final hidden state (after the
+                              * output norm) for wisp_hidden and skip the output projection, so
+                              * wisp_logits is NULL. Needs no arena: the rows stay in step scratch. */
     uint32_t max_text_bytes; /* longest text wisp_tokenize_text accepts; 0: 4096 */
     const wisp_kernels *kernels; /* NULL: the scalar reference */
     bool in_place_weights;   /* never pack weights for the kernels (no part "packed_weights"): the
@@ -111,6 +114,22 @@ wisp_status wisp_eval(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_erro
 /* Logits after the i-th token of the last step (i = -1: its last token).
  * Other positions are only kept with logits_all. NULL if unavailable. */
 const float *wisp_logits(const wisp_ctx *ctx, int32_t i);
+
+/* With cfg.hidden_states: the final hidden state (dim floats, after output_norm, before the
+ * output projection) of position i of the last forward step (i < 0: its last), valid until the
+ * next step. A wisp_eval longer than n_batch keeps only its last step's rows, so callers wanting
+ * every position evaluate at most n_batch tokens per call. NULL if unavailable. */
+const float *wisp_hidden(const wisp_ctx *ctx, int32_t i);
+
+/* How an embedding pools a text's final hidden states. */
+typedef enum { WISP_POOL_MEAN = 0, WISP_POOL_LAST = 1 } wisp_pooling;
+
+/* The embedding of tokens[0..n) (dim floats into out, dim = wisp_ctx_hparams(ctx)->dim): the mean
+ * of every position's final hidden state, or the last position's; L2-normalized if asked. Works on
+ * any context: it starts from an empty cache (rewinds to 0) and, unless cfg.hidden_states is set,
+ * leaves it empty (n_past 0, no logits); with it, the text stays cached and wisp_hidden valid. */
+wisp_status wisp_embed_tokens(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_pooling pooling, bool normalize,
+                              float *out, wisp_error *err);
 int32_t wisp_last_step_tokens(const wisp_ctx *ctx);
 
 int32_t wisp_n_past(const wisp_ctx *ctx);

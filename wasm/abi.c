@@ -222,6 +222,7 @@ API void ww_close(ww_model *m) {
     free(m->cached);
     free(m->ids);
     free(m->io);
+    free(m->embedding);
     free(m->bytes);
     free(m);
 }

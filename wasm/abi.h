@@ -30,6 +30,7 @@ typedef struct ww_model {
     wisp_sampler sampler;
     int32_t pending;  /* sampled and returned, not yet evaluated; -1 if none */
     void *guided;     /* the grammar constraining generation, owned: abi_guide.c (NULL: none) */
+    float *embedding; /* [dim] the last embedding, owned: abi_embed.c (NULL until the first) */
     wisp_error err;
 } ww_model;
 

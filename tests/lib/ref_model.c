@@ -195,7 +195,8 @@ static double cap(double x, double c) { return c > 0 ? c * tanh(x / c) : x; }
 
 static double gelu_tanh(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x))); }
 
-void ref_forward(const ref_model *r, const int32_t *tokens, int32_t n, double *logits) {
+/* Logits and/or final hidden states (either may be NULL). */
+static void forward(const ref_model *r, const int32_t *tokens, int32_t n, double *logits, double *hidden) {
     const wisp_hparams *hp = &r->hp;
     int32_t D = hp->dim, hd = hp->head_dim, H = hp->n_heads, KVH = hp->n_kv_heads, F = hp->ffn_dim;
     int32_t Q = H * hd, KV = KVH * hd, V = hp->n_vocab;
@@ -259,13 +260,22 @@ void ref_forward(const ref_model *r, const int32_t *tokens, int32_t n, double *l
     }
     for (int32_t t = 0; t < n; t++) {
         rmsnorm(xn, x + (size_t)t * D, r->out_norm, D, hp->rms_eps);
-        for (int32_t o = 0; o < V; o++) {
+        if (hidden) memcpy(hidden + (size_t)t * D, xn, sizeof(double) * (size_t)D);
+        for (int32_t o = 0; o < V && logits; o++) {
             double s = 0;
             for (int32_t i = 0; i < D; i++) s += r->out[(size_t)o * D + i] * xn[i];
             logits[(size_t)t * V + o] = cap(s, hp->final_softcap);
         }
     }
     free(x), free(xn), free(q), free(k), free(v), free(att), free(tmp), free(g), free(u), free(p);
+}
+
+void ref_forward(const ref_model *r, const int32_t *tokens, int32_t n, double *logits) {
+    forward(r, tokens, n, logits, NULL);
+}
+
+void ref_hidden(const ref_model *r, const int32_t *tokens, int32_t n, double *hidden) {
+    forward(r, tokens, n, NULL, hidden);
 }
 
 double ref_loss(const ref_model *r, const int32_t *tokens, int32_t n, const uint8_t *mask) {

@@ -45,6 +45,9 @@ void ref_model_free(ref_model *r);
 /* Logits [n][n_vocab] for tokens[0..n) (malloc'd by the caller). */
 void ref_forward(const ref_model *r, const int32_t *tokens, int32_t n, double *logits);
 
+/* Final hidden states [n][dim] (after the output norm, before the output projection). */
+void ref_hidden(const ref_model *r, const int32_t *tokens, int32_t n, double *hidden);
+
 /* Mean cross-entropy of tokens[1..n) given the ones before; positions j with
  * mask[j] == 0 are not scored (mask may be NULL). Returns NaN if none is. */
 double ref_loss(const ref_model *r, const int32_t *tokens, int32_t n, const uint8_t *mask);

@@ -138,7 +138,7 @@ const decoder = new TextDecoder();
 export const UNSIGNED_RESULTS = ['ww_alloc', 'ww_error', 'ww_error_code', 'ww_open', 'ww_open_header', 'ww_plan_field_name',
   'ww_plan_of', 'ww_kernels_name', 'ww_io', 'ww_io_cap', 'ww_ids', 'ww_detokenize', 'ww_token_piece', 'ww_logits',
   'ww_adapter_open_gguf', 'ww_adapter_open_peft', 'ww_adapter_notes', 'ww_adapter_peft_config', 'ww_adapter_peft_config_len',
-  'ww_train_begin', 'ww_train_finish'];
+  'ww_train_begin', 'ww_train_finish', 'ww_embed', 'ww_chat_text'];
 
 export class Engine {
   #u8 = null;

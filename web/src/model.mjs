@@ -215,6 +215,26 @@ export class Model {
     return e.text(io, io + len);
   }
 
+  /**
+   * The embedding of `text` (BOS added): the model's final hidden state (after its output
+   * norm, before the output projection), the mean over the text's tokens (pooling 'mean',
+   * the default) or the last token's ('last'), L2-normalized unless normalize is false.
+   * The text is evaluated alone, so the KV cache of a conversation is emptied.
+   */
+  embed(text, options = {}) {
+    this.#alive();
+    checkOptions('embed', options, ['pooling', 'normalize']);
+    const { pooling = 'mean', normalize = true } = options;
+    if (pooling !== 'mean' && pooling !== 'last') throw new WispError('arg', `pooling must be 'mean' or 'last' (got ${pooling})`);
+    if (typeof normalize !== 'boolean') throw new WispError('arg', 'normalize must be a boolean');
+    if (this.#busy) throw new WispError('busy', 'the model is generating or fine-tuning: wait for it (or abort it) before embedding');
+    const e = this.#engine;
+    const n = this._tokenizeInPlace(text, true, false);
+    const p = e.mod._ww_embed(this.#ptr, n, pooling === 'last' ? 1 : 0, normalize ? 1 : 0);
+    if (!p) throw e.error(this.#ptr);
+    return new Float32Array(e.u8.buffer, p, e.mod._ww_n_embd(this.#ptr)).slice();
+  }
+
   // A conversation through wasm/abi_chat.c: its text (tokenize false), or its
   // prompt ids put in the id buffer (tokenize true: their count).
   #chatCall(messages, { template, date, addGenerationPrompt = true } = {}, tokenize) {

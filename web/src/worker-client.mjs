@@ -155,6 +155,7 @@ export class WorkerModel {
   plan(options = {}) { return this._call('plan', { options }); }
   tokenize(text, options = {}) { return this._call('tokenize', { text, options }); }
   detokenize(ids, options = {}) { return this._call('detokenize', { ids: Array.from(ids), options }); }
+  embed(text, options = {}) { return this._call('embed', { text, options }); }
   applyTemplate(messages, options = {}) { return this._call('applyTemplate', { messages, options }); }
 
   /** Model.chat in the worker: generate with the conversation as the prompt. */

@@ -60,6 +60,7 @@ const ops = {
   plan: ({ options }) => needModel().plan(options),
   tokenize: ({ text, options }) => needModel().tokenize(text, options),
   detokenize: ({ ids, options }) => needModel().detokenize(ids, options),
+  embed: ({ text, options }) => needModel().embed(text, options),
   applyTemplate: ({ messages, options }) => needModel().applyTemplate(messages, options),
   async generate({ prompt, options, wantTokens }, ctx) {
     const m = needModel();

@@ -8,7 +8,7 @@
 // by plan() and by loadModel over HTTP before the body is downloaded, with
 // the numbers.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync, statSync, truncateSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, statSync, truncateSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { WEB_OUT, WISP, WORK, check, checkEqual, done, expectError, shared, wispPackage } from './lib.mjs';
@@ -19,7 +19,8 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 // Every C function of the ABI that returns a pointer or a uint32 is read
 // back unsigned in JS (engine.mjs UNSIGNED_RESULTS).
 const { UNSIGNED_RESULTS } = await import(pathToFileURL(path.join(WEB_OUT, 'src', 'engine.mjs')).href);
-const abiSources = ['abi.c', 'abi_adapter.c', 'abi_train.c'].map((f) => readFileSync(path.join(repo, 'wasm', f), 'utf8')).join('\n');
+const abiSources = readdirSync(path.join(repo, 'wasm')).filter((f) => /^abi.*\.c$/.test(f))
+  .map((f) => readFileSync(path.join(repo, 'wasm', f), 'utf8')).join('\n');
 const unsignedInC = [...abiSources.matchAll(/^API\s+(?:const\s+)?(?:[A-Za-z_0-9]+\s*\*+|uint32_t\s+|size_t\s+)\s*(ww_[a-z_0-9]+)\s*\(/gm)]
   .map((m) => m[1]).sort();
 check(unsignedInC.length >= 15, `found the ABI's pointer and uint32 results in wasm/abi*.c (${unsignedInC.length})`);

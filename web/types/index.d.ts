@@ -314,6 +314,13 @@ export interface TokenizeOptions {
   special?: boolean;
 }
 
+export interface EmbedOptions {
+  /** 'mean' (default): the mean of every token's final hidden state; 'last': the last token's */
+  pooling?: 'mean' | 'last';
+  /** L2-normalize the vector (default true) */
+  normalize?: boolean;
+}
+
 export interface DetokenizeOptions {
   special?: boolean;
   /** keep the space SentencePiece puts before a text (for ids that continue other text) */
@@ -340,6 +347,8 @@ export interface Model {
   plan(options?: EngineOptions & { finetune?: FinetuneShape }): MemoryPlan;
   tokenize(text: string, options?: TokenizeOptions): Int32Array;
   detokenize(ids: ArrayLike<number>, options?: DetokenizeOptions): string;
+  /** the text's embedding (final hidden state after the output norm, pooled); empties the KV cache */
+  embed(text: string, options?: EmbedOptions): Float32Array;
   complete(prompt: string, options?: GenerateOptions): Promise<any>;
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, void, undefined>;
   /** the answer to a conversation, streamed; the KV cache keeps what turns share */
@@ -378,6 +387,8 @@ export interface WorkerModel {
   plan(options?: EngineOptions & { finetune?: FinetuneShape }): Promise<MemoryPlan>;
   tokenize(text: string, options?: TokenizeOptions): Promise<Int32Array>;
   detokenize(ids: ArrayLike<number>, options?: DetokenizeOptions): Promise<string>;
+  /** the text's embedding (final hidden state after the output norm, pooled); empties the KV cache */
+  embed(text: string, options?: EmbedOptions): Promise<Float32Array>;
   complete(prompt: string, options?: GenerateOptions): Promise<any>;
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, void, undefined>;
   /** the answer to a conversation, streamed; the KV cache keeps what turns share */

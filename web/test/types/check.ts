@@ -39,6 +39,9 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const fromPeft: Adapter = await loadAdapter(m, { config: peft.config, safetensors: peft.safetensors });
   const ids: Int32Array = m.tokenize('hello', { addBos: true });
   const back: string = m.detokenize(ids);
+  const vec: Float32Array = m.embed('hello', { pooling: 'last', normalize: false });
+  // @ts-expect-error pooling is 'mean' or 'last'
+  m.embed('hello', { pooling: 'max' });
   const chatMsgs: ChatMessage[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }];
   const rendered: string = m.applyTemplate(chatMsgs, { template: 'chatml', addGenerationPrompt: true, date: '2024-07-26' });
   for await (const piece of m.chat(chatMsgs, { maxTokens: 8, temperature: 0, template: 'chatml', stop: ['\n'] })) console.log(piece, rendered);
@@ -46,7 +49,7 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   m.applyTemplate(['Hi']);
   const records: Adapter = await m.finetune([{ prompt: 'Q:', completion: ' A.' }, { instruction: 'Say hi', output: 'Hi' }], { schedule: 'constant' });
   m.dispose();
-  console.log(trainBytes, records.info.rank, total, text, stats?.tokensPerSecond, again.info.rank, fromPeft.info.source, back, version);
+  console.log(vec.length, trainBytes, records.info.rank, total, text, stats?.tokensPerSecond, again.info.rank, fromPeft.info.source, back, version);
   // @ts-expect-error temperature is a number
   await m.complete('Once', { temperature: 'hot' });
   // @ts-expect-error direct adapters export synchronously
