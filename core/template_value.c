@@ -235,7 +235,8 @@ static void put_int(tpl_sb *b, int64_t v) {
  * refuses the rest rather than print different digits. */
 static bool put_float(tpl_sb *b, double f) {
     if (f != f || f - f != 0) return tpl_error(b->r, WISP_ERR_UNSUPPORTED, 0, "printing inf or nan is not supported");
-    if (f == (double)(int64_t)f && f > -1e15 && f < 1e15) {
+    /* range first: casting a double outside int64 is undefined behaviour */
+    if (f > -1e15 && f < 1e15 && f == (double)(int64_t)f) {
         put_int(b, (int64_t)f);
         tpl_sb_put(b, ".0", 2);
         return true;
@@ -243,8 +244,10 @@ static bool put_float(tpl_sb *b, double f) {
     for (int digits = 1; digits <= 6; digits++) { /* up to 6 decimals, when exactly round-tripping */
         double scale = 1;
         for (int k = 0; k < digits; k++) scale *= 10;
-        double m = f * scale, r = m < 0 ? -(double)(int64_t)(-m + 0.5) : (double)(int64_t)(m + 0.5);
-        if (r / scale == f && m > -1e15 && m < 1e15) {
+        double m = f * scale;
+        if (!(m > -1e15 && m < 1e15)) break;
+        double r = m < 0 ? -(double)(int64_t)(-m + 0.5) : (double)(int64_t)(m + 0.5);
+        if (r / scale == f) {
             int64_t iv = (int64_t)r;
             if (iv < 0) { tpl_sb_put(b, "-", 1); iv = -iv; }
             int64_t whole = iv / (int64_t)scale, frac = iv % (int64_t)scale;

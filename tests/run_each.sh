@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_each.sh LABEL LOGDIR TEST...: run each test (an executable or a .sh
+# run_each.sh LABEL LOGDIR TEST...: run each test (an executable, a .sh or .mjs
 # script) and judge it by its exit status and what it printed:
 #   0   pass, but only if it said how many checks it ran ("ok: N checks" or
 #       "PASS name: N checks", N > 0): a test that checked nothing fails;
@@ -29,7 +29,7 @@ for t in "$@"; do
     name=$(basename "$t"); name=${name%.sh}; name=${name%.mjs}
     log="$logs/$name.log"
     start=$EPOCHREALTIME
-    case $t in *.sh) bash "$t" ;; *) "$t" ;; esac >"$log" 2>&1
+    case $t in *.sh) bash "$t" ;; *.mjs) node "$t" ;; *) "$t" ;; esac >"$log" 2>&1
     rc=$?
     secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}')
     case $rc in

@@ -124,6 +124,9 @@ int main(int argc, char **argv) {
         st = wisp_guide_init(&guide, &trie, gr, &lim, &a, &err);
     }
     printf("block %d short: %s\n", short_block, st ? err.message : "ok");
+    for (int i = 0; i < 3; i++) free(mem[i]);
+    free(arena);
+    free(bytes);
     return st ? 1 : 0;
 }
 EOF

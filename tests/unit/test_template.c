@@ -131,6 +131,8 @@ static void test_errors(void) {
     EXPECT_ERROR("{{ strftime_now('%Z') }}", WISP_ERR_UNSUPPORTED, "directive '%Z'");
     EXPECT_ERROR("{{ 'É'.upper() }}", WISP_ERR_UNSUPPORTED, "non-ASCII");
     EXPECT_ERROR("a\vb", WISP_ERR_UNSUPPORTED, "line separator U+000B");
+    /* a float past int64 is refused, not cast (that cast is undefined behaviour) */
+    EXPECT_ERROR("{{ 77800000000000000000000000000000000.0 }}", WISP_ERR_UNSUPPORTED, "printing the float");
     EXPECT_ERROR("{% for i in range(5000) %}{% for j in range(5000) %}{% endfor %}{% endfor %}", WISP_ERR_CAPACITY,
                  "max_steps");
     char deep[2000];
