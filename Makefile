@@ -43,7 +43,7 @@ help:
 	@echo "make test-cli     end-to-end tests of the wisp command"
 	@echo "make test-clean-checkout  every build target the READMEs show, on a fresh clone"
 	@echo "make test-sanitize  unit + CLI tests built with ASan+UBSan; test-valgrind: under valgrind memcheck"
-	@echo "make test-valgrind-full  test-valgrind with the slowest unit tests too (~25 minutes)"
+	@echo "make test-sanitize-full, test-valgrind-full  the same with the slowest tests too (make test leaves them out)"
 	@echo "make coverage     line and branch coverage per folder of the native unit and CLI tests (gcov)"
 	@echo "make fuzz         libFuzzer on every parser (FUZZ_SECONDS=60 each); test-fuzz-smoke: 10 s each"
 	@echo "make test-matrix-full  every truncation/corruption case of every model and adapter file"

@@ -1,5 +1,7 @@
 # Hardening runs (included by the top Makefile):
 #   make test-sanitize      every unit and CLI test, everything built with ASan+UBSan
+#                           (part of make test, which leaves the slowest CLI tests to
+#                           test-sanitize-full)
 #   make test-valgrind      the unit tests and the core CLI tests under valgrind memcheck
 #                           (part of make test; test-valgrind-full adds the slowest unit tests)
 #   make test-matrix-full   the whole truncation/corruption matrix (test-cli samples it)
@@ -20,12 +22,19 @@ VG_CMD    := valgrind -q --error-exitcode=97 --leak-check=full --errors-for-leak
 # runs take minutes each under valgrind: lora-grad's forward and backward pass and
 # the unit tests' training steps cover that code.)
 VG_CLI    := test_run_greedy test_golden_logits test_plan_exact test_bad_input test_lora_grad test_merge_lora
-# unit tests of 1-6 minutes each under valgrind (12 together) whose code the
+# golden models under valgrind: llama's path and the newer families' ops
+# (gemma3: q/k norms, post-norms, GELU, local RoPE, the windowed ring); all of
+# them run natively, under ASan and in test-valgrind-full (23 minutes)
+VG_GOLDEN := stories260K syn-gemma3-f16
+# unit tests of 1-7 minutes each under valgrind (25 together) whose code the
 # quicker ones run too: finite differences and training plans (test_train_ops,
-# test_finetune), golden dequantization (test_quant), arena sweeps (every test)
-VG_SLOW_UNIT := test_train_fd test_train_plan test_quant_golden test_arena_limits
+# test_finetune), golden dequantization (test_quant), arena sweeps (every test),
+# every kernel length (the golden logits and matmul tests run the same kernels),
+# the ring KV cache and LoRA application (test_golden_logits' gemma3, test_peft)
+VG_SLOW_UNIT := test_train_fd test_train_plan test_quant_golden test_arena_limits test_kv_ring test_simd_kernels \
+                test_lora_apply
 
-.PHONY: test-sanitize test-valgrind test-valgrind-full test-matrix-full
+.PHONY: test-sanitize test-sanitize-full test-valgrind test-valgrind-full test-matrix-full
 
 $(BUILD)/tests/tools/kill_at.so: tests/tools/preload/kill_at.c
 	@mkdir -p $(dir $@)
@@ -34,18 +43,30 @@ $(BUILD)/tests/tools/kill_at.so: tests/tools/preload/kill_at.c
 tests: $(BUILD)/tests/tools/kill_at.so
 test-cli: $(BUILD)/tests/tools/kill_at.so
 
-test-sanitize:
-	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CFLAGS="-O1 -g $(SANITIZE)" LDFLAGS="$(SANITIZE)" all tests
-	@$(SAN_ENV) tests/run_unit.sh $(SAN_BUILD) $(UNIT_SRC:tests/unit/%.c=$(SAN_BUILD)/tests/%)
-	@$(SAN_ENV) WISP=$(abspath $(SAN_BUILD)/wisp) WISP_ASAN=$(abspath $(SAN_BUILD)/wisp) \
+# CLI tests make test leaves out under ASan (test-sanitize-full runs them): the
+# crash-injection test kills processes at write points (nothing for ASan to
+# see that the hostile-input tests do not), and the per-family fine-tuning
+# runs (7 minutes under ASan) go through the training code that test_train_fd
+# checks under ASan on every family (and test_finetune end to end on llama)
+SAN_SLOW_CLI := test_crash_safety test_finetune_arch
+san_run = @$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CFLAGS="-O1 -g $(SANITIZE)" LDFLAGS="$(SANITIZE)" all tests && \
+	$(SAN_ENV) tests/run_unit.sh $(SAN_BUILD) $(UNIT_SRC:tests/unit/%.c=$(SAN_BUILD)/tests/%) && \
+	$(SAN_ENV) $(1) WISP=$(abspath $(SAN_BUILD)/wisp) WISP_ASAN=$(abspath $(SAN_BUILD)/wisp) \
 	  TOOLS=$(abspath $(SAN_BUILD)/tests/tools) WISP_SHARED=$(SHARED) WORK=$(abspath $(SAN_BUILD)/tests/cli) tests/run_cli.sh
 
+test-sanitize:
+	$(call san_run,CLI_LEAVE_OUT="$(SAN_SLOW_CLI)")
+test-sanitize-full:
+	$(call san_run,)
+
+# vg_run UNIT_BINARIES[,ENVIRONMENT]
 vg_run = @command -v valgrind >/dev/null || { echo "FAIL: $@: valgrind not found (apt-get install valgrind)"; exit 1; }; \
-	  WISP_KERNELS=$(VG_KERNELS) VALGRIND="$(VG_CMD)" tests/run_valgrind.sh $(abspath $(VG_BUILD)) $(SHARED) "$(VG_CLI)" $(1)
+	  $(2) WISP_KERNELS=$(VG_KERNELS) VALGRIND="$(VG_CMD)" tests/run_valgrind.sh $(abspath $(VG_BUILD)) $(SHARED) "$(VG_CLI)" $(1)
 
 test-valgrind: all tests
 	@echo "unit tests left out under valgrind (test-valgrind-full runs them): $(VG_SLOW_UNIT)"
-	$(call vg_run,$(filter-out $(VG_SLOW_UNIT:%=$(BUILD)/tests/%),$(UNIT_BIN)))
+	@echo "golden models under valgrind (test-valgrind-full runs all): $(VG_GOLDEN)"
+	$(call vg_run,$(filter-out $(VG_SLOW_UNIT:%=$(BUILD)/tests/%),$(UNIT_BIN)),GOLDEN_MODELS="$(VG_GOLDEN)")
 
 test-valgrind-full: all tests
 	$(call vg_run,$(UNIT_BIN))
