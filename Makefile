@@ -11,6 +11,7 @@ CSTD    := -std=c11
 DEFS    := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64
 CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = $(CSTD) $(WARN) $(DEFS) $(CFLAGS) $(EXTRA_CFLAGS) -I. -Icore -Iadapters -Isimd
+SIMD_CFLAGS ?= $(CFLAGS)
 LDLIBS  := -lm -lpthread
 
 CORE_SRC     := $(sort $(wildcard core/*.c))
@@ -64,6 +65,12 @@ cli: $(BUILD)/wisp
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# SIMD_CFLAGS: the kernels' own flags, when a build wants them other than
+# CFLAGS (the fuzzers' library leaves them uninstrumented, see tests/fuzz/fuzz.mk)
+$(BUILD)/obj/simd/%.o: simd/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(DEFS) $(SIMD_CFLAGS) $(EXTRA_CFLAGS) -I. -Icore -Iadapters -Isimd -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/tests/lib/%.o: tests/lib/%.c
 	@mkdir -p $(dir $@)
