@@ -23,10 +23,28 @@ static wisp_error open_error;
 
 enum { WW_END = -2, WW_FULL = -3 }; /* ww_next: end of generation, context full */
 
+enum { WW_ALIGN = 64 };
+
 API void *ww_alloc(size_t n) {
     /* 64-byte alignment: GGUF data is aligned relative to the file start, and
      * the arena wants cache-line carving. */
-    return aligned_alloc(64, (n + 63) & ~(size_t)63);
+    size_t bytes = (n + WW_ALIGN - 1) & ~(size_t)(WW_ALIGN - 1);
+    if (bytes < n || bytes + WW_ALIGN < bytes) return NULL;
+    /* Emscripten 3.1.6's emmalloc, when no free block fits, takes from sbrk
+     * only the size asked for plus its headers, forgetting the alignment
+     * (fixed upstream later). When the new block's start is not 64-aligned
+     * the aligned allocation then does not fit it, emmalloc asks sbrk for the
+     * whole size again, and past 2 GiB that fails: a 2.2 GB model would not
+     * load although 4 GiB is enough (it depended on where the heap top was).
+     * So a free block with room for the alignment is made first: a plain
+     * allocation (8-byte alignment, which any new block satisfies) of the
+     * size plus the alignment, given back at once; the aligned allocation
+     * then fits it. (volatile: compilers drop a malloc whose block is only
+     * freed.) */
+    void *volatile room = malloc(bytes + WW_ALIGN);
+    if (!room) return NULL;
+    free(room);
+    return aligned_alloc(WW_ALIGN, bytes);
 }
 
 API void ww_free(void *p) { free(p); }

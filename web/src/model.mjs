@@ -257,7 +257,7 @@ export class Model {
       if (r < 0) throw e.error(this.#ptr);
       if (tokenize) return r;
       const p = m._ww_chat_text();
-      return new TextDecoder().decode(e.u8.subarray(p, p + r));
+      return e.text(p, p + r); // copied first in the threaded build: browsers' TextDecoder refuses shared memory
     } finally {
       m._free(pj);
       m._free(ps);

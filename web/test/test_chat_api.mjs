@@ -42,8 +42,10 @@ checkEqual(model.applyTemplate(msgs, { template: 'chatml' }),
   '<|im_start|>system\nYou tell stories.<|im_end|>\n<|im_start|>user\nOnce upon a time<|im_end|>\n<|im_start|>assistant\n',
   'chatml by name');
 // refused by name: keys the templates do not get, unknown formats, a model without a template
-await expectError(() => model.applyTemplate([{ role: 'user', content: 'x', tool_calls: [] }], { template: 'chatml' }),
-  'unsupported', 'tool_calls');
+// (tool_calls became a key templates get with tool calling, issue 17; images are still not one)
+const keyError = await expectError(() => model.applyTemplate([{ role: 'user', content: 'x', images: [] }], { template: 'chatml' }),
+  'unsupported', 'images');
+check(/"images"/.test(keyError.message), `the refusal names the key: ${keyError.message}`);
 await expectError(() => model.applyTemplate(msgs, { template: 'nosuch' }), 'not_found', 'unknown format');
 await expectError(() => model.applyTemplate(msgs), 'not_found', 'no template in the model');
 await expectError(() => model.applyTemplate(msgs, { template: '{% include "x" %}' }), 'unsupported', 'include');
