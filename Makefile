@@ -98,12 +98,14 @@ tests: $(UNIT_BIN) $(TOOL_BIN)
 test-unit: tests
 	@tests/run_unit.sh $(BUILD) $(UNIT_BIN)
 
-# The CLI built with ASan+UBSan, for the hostile-input tests.
+# The CLI built with ASan+UBSan, for the hostile-input tests: in the folder
+# and with the flags of test-sanitize's build (tests/hardening.mk), which so
+# compiles the library once for both.
 asan:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="-O1 -g $(SANITIZE)" LDFLAGS="$(SANITIZE)" cli
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CFLAGS="-O1 -g $(SANITIZE)" LDFLAGS="$(SANITIZE)" cli
 
 test-cli: all $(TOOL_BIN) asan
-	@WISP=$(abspath $(BUILD)/wisp) WISP_ASAN=$(abspath $(BUILD)/asan/wisp) TOOLS=$(abspath $(BUILD)/tests/tools) WISP_SHARED=$(SHARED) \
+	@WISP=$(abspath $(BUILD)/wisp) WISP_ASAN=$(abspath $(SAN_BUILD)/wisp) TOOLS=$(abspath $(BUILD)/tests/tools) WISP_SHARED=$(SHARED) \
 	  WORK=$(abspath $(BUILD)/tests/cli) tests/run_cli.sh
 
 # make test runs every part even after one failed (valgrind first: it is the

@@ -72,6 +72,6 @@ test-valgrind-full: all tests
 	$(call vg_run,$(UNIT_BIN))
 
 test-matrix-full: all $(TOOL_BIN) asan
-	@MATRIX_FULL=1 WISP=$(abspath $(BUILD)/wisp) WISP_ASAN=$(abspath $(BUILD)/asan/wisp) TOOLS=$(abspath $(BUILD)/tests/tools) \
+	@MATRIX_FULL=1 WISP=$(abspath $(BUILD)/wisp) WISP_ASAN=$(abspath $(SAN_BUILD)/wisp) TOOLS=$(abspath $(BUILD)/tests/tools) \
 	  WISP_SHARED=$(SHARED) WORK=$(abspath $(BUILD)/tests/cli-full) tests/run_each.sh "matrix (full)" \
 	  $(abspath $(BUILD)/tests/cli-full) tests/cli/test_matrix.sh
