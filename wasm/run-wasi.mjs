@@ -7,20 +7,20 @@
 //
 // usage: node --no-warnings --no-turbo-fast-api-calls wasm/run-wasi.mjs [--dir HOST_DIR]... MODULE.wasm [ARG]...
 //
-// --no-turbo-fast-api-calls is required (checked below). Node 20 (V8 11.3)
-// lets wasm call node:wasi's C++ functions as V8 "fast API calls", and those
-// are not safe across a compacting GC: once a module has grown its memory by
-// some 32 MB, V8 counts it as external memory, starts incremental marking,
-// finalises it with a Mark-Compact in the middle of the run, and a later WASI
-// call or the return to JavaScript touches a moved object and node dies with
-// SIGSEGV (exit 139; gdb: Builtins_GetKeyedPropertyHandler), usually after
-// the program printed its last line. A 20-line C program (malloc+memset
-// 64 MB, then fopen/fread/fclose 10 times) crashes 5 runs in 5; with 16 MB,
-// with --no-incremental-marking, or with this flag, 0 in 10 — so it is the
-// fast-call path, not the module. Upstream: nodejs/node#46777 (fast WASI
-// calls may GC inside a fast call), #53087. Without fast calls every WASI
-// call takes V8's ordinary callback path; a wasm trap or a genuine crash
-// still fails the run as before.
+// --no-turbo-fast-api-calls is required (checked below). Node 20 (V8 11.3,
+// measured on v20.20.2) lets wasm call node:wasi's C++ functions as V8 "fast
+// API calls", which must not meet a GC. Once a module has grown its memory by
+// some 32 MB, V8 counts that as external memory and starts incremental
+// marking; its Mark-Compact lands mid-run (--trace-gc shows it), and a later
+// WASI call or the return to JavaScript faults: SIGSEGV, exit 139 (gdb:
+// Builtins_GetKeyedPropertyHandler), usually after the program's last line.
+// A 20-line C program (malloc+memset 64 MB, then fopen/fread/fclose 10 times)
+// crashes 5 runs in 5 (8 in 10 without --single-threaded); with 16 MB 0 in 5;
+// with --no-incremental-marking 0 in 10; with this flag 0 in 10. So the
+// fault is in node's fast-call path, not in the module. Upstream:
+// nodejs/node#46777 (a fast WASI call can trigger a GC), #53087. Without fast
+// calls every WASI call takes V8's ordinary callback path; a wasm trap or a
+// genuine crash still fails the run (trap -> 134, signal -> its code).
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import process from 'node:process';
