@@ -21,6 +21,17 @@ typedef enum wisp_schedule_kind {
     WISP_SCHEDULE_ONECYCLE  /* PyTorch OneCycleLR, cosine: lr/25 up to lr over the warmup, then down to lr/25e4 */
 } wisp_schedule_kind;
 
+/* What a micro-step minimises. */
+typedef enum wisp_train_objective {
+    WISP_OBJECTIVE_CAUSAL_LM, /* mean cross-entropy of the scored next tokens (wisp_train_micro_step) */
+    WISP_OBJECTIVE_DPO        /* trl's DPO on (chosen, rejected) pairs (wisp_train_dpo_micro_step, train_dpo.c) */
+} wisp_train_objective;
+
+typedef enum wisp_dpo_loss_kind {
+    WISP_DPO_SIGMOID, /* -(1-e) log sigmoid(beta d) - e log sigmoid(-beta d), d on summed log-probs */
+    WISP_DPO_IPO      /* (d - 1/(2 beta))^2, d on per-token averaged log-probs (trl's "ipo") */
+} wisp_dpo_loss_kind;
+
 #define WISP_TARGETS_ALL 0x7fu /* every projection: 1u << WISP_PROJ_Q | ... | 1u << WISP_PROJ_DOWN */
 
 typedef struct wisp_train_config {
@@ -34,6 +45,12 @@ typedef struct wisp_train_config {
     bool checkpointing;   /* keep only each layer's input and recompute the rest during the backward pass */
     int32_t loss_chunk;   /* tokens whose logits exist at once; 0: as many as fit 16 MiB of logits */
     int32_t backward_tile;/* floats per worker for weight tiles dequantized in the backward pass; 0: 32768 */
+
+    /* ---- objective ---- */
+    int32_t objective;    /* wisp_train_objective; DPO plans per-token weights and needs an even micro_batch */
+    float dpo_beta;       /* DPO: 0: 0.1 (trl's default) */
+    float dpo_label_smoothing; /* DPO sigmoid: in [0, 0.5) (cDPO); must be 0 for IPO */
+    int32_t dpo_loss;     /* wisp_dpo_loss_kind */
 
     /* ---- LoRA ---- */
     float alpha;          /* 0: 2 x rank */
