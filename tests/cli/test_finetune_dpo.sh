@@ -40,7 +40,7 @@ col() {
         $1 == step { print $c }' "$1/log.csv"
 }
 
-common=(-m "$model" --method dpo --data "$WORK/pairs.jsonl" --val "$WORK/heldout.jsonl" --ctx 40 --batch 4
+common=(-m "$model" --method dpo --data "$WORK/pairs.jsonl" --val "$WORK/heldout.jsonl" --ctx 64 --batch 4
         --rank 4 --lr 5e-3 --beta 0.1 --steps 12 --eval-every 6 --schedule constant -q)
 "$WISP" finetune "${common[@]}" -t 2 -o "$WORK/dpo-a" --overwrite || fail "finetune --method dpo"
 head -1 "$WORK/dpo-a/log.csv" | grep -q 'rewards/chosen,rewards/rejected,rewards/accuracies,rewards/margins' ||
@@ -76,16 +76,16 @@ for variant in "--loss-type ipo" "--label-smoothing 0.1"; do
 done
 
 # the plan is exact for DPO: the planned arena trains, one byte less fails naming the shortfall
-small=(-m "$model" --method dpo --data "$WORK/pairs.jsonl" --val-split 0.1 --ctx 40 --batch 2 --rank 4 --steps 1 -q -t 2)
-bytes=$("$WISP" plan -m "$model" --train --method dpo --ctx 40 --batch 2 --rank 4 -t 2 --json |
+small=(-m "$model" --method dpo --data "$WORK/pairs.jsonl" --val-split 0.1 --ctx 64 --batch 2 --rank 4 --steps 1 -q -t 2)
+bytes=$("$WISP" plan -m "$model" --train --method dpo --ctx 64 --batch 2 --rank 4 -t 2 --json |
         grep -o '"total_bytes": [0-9]*' | grep -o '[0-9]*')
-lora=$("$WISP" plan -m "$model" --train --ctx 40 --batch 2 --rank 4 -t 2 --json | grep -o '"total_bytes": [0-9]*' | grep -o '[0-9]*')
+lora=$("$WISP" plan -m "$model" --train --ctx 64 --batch 2 --rank 4 -t 2 --json | grep -o '"total_bytes": [0-9]*' | grep -o '[0-9]*')
 [ -n "$bytes" ] && [ "$bytes" -gt "$lora" ] || fail "the DPO plan ($bytes) should exceed LoRA's for 2 sequences ($lora)"
 "$WISP" finetune "${small[@]}" --arena "$bytes" -o "$WORK/dpo-c" --overwrite || fail "DPO in the planned arena of $bytes bytes"
 out=$("$WISP" finetune "${small[@]}" --arena $((bytes - 1)) -o "$WORK/dpo-d" --overwrite 2>&1) &&
     fail "one byte less than the plan still trained"
 case "$out" in *"1 bytes short"*) ok ;; *) fail "unclear error for a short arena: $out" ;; esac
-echo "planned arena for DPO (2 pairs of 40 tokens): $bytes bytes (LoRA on 2 sequences: $lora)"
+echo "planned arena for DPO (2 pairs of 64 tokens): $bytes bytes (LoRA on 2 sequences: $lora)"
 
 # bad pairs and options fail by name
 printf '{"prompt": "a", "chosen": [{"role": "assistant", "content": "b"}], "rejected": "c"}\n' > "$WORK/conv.jsonl"
