@@ -98,6 +98,8 @@ typedef struct wisp_train {
     int32_t micro_in_accum;/* micro-steps since the last optimizer step */
     int32_t good_steps;    /* finite steps since the loss scale last changed */
     float loss_scale;
+    int32_t hysteresis_left; /* overflows the loss scale still tolerates before it halves */
+    int64_t skipped_steps;   /* optimizer steps skipped for a non-finite gradient, over the run */
 
     /* the micro-step being run */
     const int32_t *tokens; /* [n_seq][S + 1] */

@@ -73,7 +73,23 @@ typedef struct wisp_train_config {
     /* ---- F16 storage: dynamic loss scaling ---- */
     float loss_scale;     /* initial scale for act_type F16; 0: 65536 (always 1 otherwise) */
     int32_t loss_scale_window; /* good steps before the scale doubles; 0: 1000 */
+    int32_t loss_scale_hysteresis; /* overflows tolerated before the scale halves (DeepSpeed's hysteresis); 0: 2 */
+    float min_loss_scale;          /* the scale never halves below this (DeepSpeed's min_loss_scale); 0: 1 */
 } wisp_train_config;
+
+/* The dynamic loss scale's state, and its policy (DeepSpeed's
+ * DynamicLossScaler with consecutive_hysteresis off, README "Mixed precision"):
+ *  - overflow: the step is skipped; if hysteresis_left is 1 the scale halves
+ *    (not below min_loss_scale), else hysteresis_left drops by one; the run
+ *    of good steps restarts;
+ *  - good step: after loss_scale_window good steps in a row the scale
+ *    doubles (at most 2^24) and hysteresis_left is restored. */
+typedef struct wisp_loss_scaler {
+    float scale;
+    int32_t good_steps;      /* good steps since the last overflow or doubling */
+    int32_t hysteresis_left; /* overflows still tolerated at this scale */
+} wisp_loss_scaler;
+void wisp_loss_scaler_update(const struct wisp_train_config *c, wisp_loss_scaler *s, bool overflow);
 
 /* Facts of one optimizer step, for logs and progress lines. */
 typedef struct wisp_train_step_info {
@@ -82,6 +98,7 @@ typedef struct wisp_train_step_info {
     float grad_norm;      /* global L2 norm of the averaged gradient, before clipping */
     float loss_scale;     /* the dynamic loss scale now (1 unless act_type is F16) */
     bool clipped;         /* the gradient was scaled down to clip_norm */
+    int64_t skipped_steps;/* steps skipped so far over the run (resumes included) */
     bool skipped;         /* the gradient was not finite (an F16 overflow under loss scaling, or NaN/Inf from
                              the model or data): nothing was updated, the step does not count */
 } wisp_train_step_info;

@@ -62,6 +62,11 @@ wisp_status wisp_train_resolve(const wisp_hparams *hp, wisp_config *cfg, wisp_er
     if (!(c->loss_scale >= 1 && isfinite(c->loss_scale))) return bad(err, "loss_scale must be >= 1");
     if (c->loss_scale_window == 0) c->loss_scale_window = 1000;
     if (c->loss_scale_window < 1) return bad(err, "loss_scale_window must be positive");
+    if (c->loss_scale_hysteresis == 0) c->loss_scale_hysteresis = 2;
+    if (c->loss_scale_hysteresis < 1) return bad(err, "loss_scale_hysteresis must be positive");
+    if (c->min_loss_scale == 0) c->min_loss_scale = 1;
+    if (!(c->min_loss_scale >= 1 && c->min_loss_scale <= c->loss_scale))
+        return bad(err, "min_loss_scale must be in [1, loss_scale]");
     if (c->objective != WISP_OBJECTIVE_CAUSAL_LM && c->objective != WISP_OBJECTIVE_DPO) return bad(err, "unknown objective");
     if (c->objective == WISP_OBJECTIVE_DPO) {
         if (c->micro_batch % 2) return bad(err, "DPO needs an even micro_batch (a chosen and a rejected sequence per pair)");
@@ -295,6 +300,7 @@ wisp_status wisp_train_carve(wisp_ctx *ctx, const wisp_gguf *g, wisp_arena *a, s
     tr->act_elem = tc->act_type == WISP_TYPE_F32 ? 4 : 2;
     tr->scale = tc->rslora ? tc->alpha / sqrtf((float)tc->rank) : tc->alpha / (float)tc->rank;
     tr->loss_scale = tc->act_type == WISP_TYPE_F16 ? tc->loss_scale : 1.0f;
+    tr->hysteresis_left = tc->loss_scale_hysteresis;
     const wisp_rope_spec rope = wisp_rope_spec_of(&ctx->model, cfg->n_ctx, false);
     wisp_rope_table(tr->rope, 0, tr->S, &rope);
     if (tr->rope_swa) {

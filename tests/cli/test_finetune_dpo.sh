@@ -41,14 +41,14 @@ col() {
 }
 
 common=(-m "$model" --method dpo --data "$WORK/pairs.jsonl" --val "$WORK/heldout.jsonl" --ctx 64 --batch 4
-        --rank 4 --lr 5e-3 --beta 0.1 --steps 12 --eval-every 6 --schedule constant -q)
+        --rank 4 --lr 5e-3 --beta 0.1 --steps 8 --eval-every 4 --schedule constant -q)
 "$WISP" finetune "${common[@]}" -t 2 -o "$WORK/dpo-a" --overwrite || fail "finetune --method dpo"
 head -1 "$WORK/dpo-a/log.csv" | grep -q 'rewards/chosen,rewards/rejected,rewards/accuracies,rewards/margins' ||
     fail "log.csv lacks trl's reward columns: $(head -1 "$WORK/dpo-a/log.csv")"
 ok
-acc0=$(col "$WORK/dpo-a" eval_rewards/accuracies 0) acc=$(col "$WORK/dpo-a" eval_rewards/accuracies 12)
-m0=$(col "$WORK/dpo-a" eval_rewards/margins 0) m6=$(col "$WORK/dpo-a" eval_rewards/margins 6)
-m12=$(col "$WORK/dpo-a" eval_rewards/margins 12) l0=$(col "$WORK/dpo-a" val_loss 0) l12=$(col "$WORK/dpo-a" val_loss 12)
+acc0=$(col "$WORK/dpo-a" eval_rewards/accuracies 0) acc=$(col "$WORK/dpo-a" eval_rewards/accuracies 8)
+m0=$(col "$WORK/dpo-a" eval_rewards/margins 0) m6=$(col "$WORK/dpo-a" eval_rewards/margins 4)
+m12=$(col "$WORK/dpo-a" eval_rewards/margins 8) l0=$(col "$WORK/dpo-a" val_loss 0) l12=$(col "$WORK/dpo-a" val_loss 8)
 echo "held-out: rewards/accuracies $acc0 -> $acc, rewards/margins $m0 -> $m6 -> $m12, DPO loss $l0 -> $l12"
 awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }' || fail "held-out reward accuracy $acc is not above 0.9"
 awk -v a="$m0" -v b="$m6" -v c="$m12" 'BEGIN { exit !(a == 0 && b > a && c > b) }' ||
@@ -57,8 +57,8 @@ awk -v a="$l0" 'BEGIN { exit !(a > 0.6931 && a < 0.6932) }' || fail "the base mo
 awk -v a="$l0" -v b="$l12" 'BEGIN { exit !(b < a / 2) }' || fail "the held-out DPO loss did not fall: $l0 -> $l12"
 ok
 
-# stopped after 5 steps and resumed with another thread count: byte-identical
-"$WISP" finetune "${common[@]}" -t 1 --checkpoint-every 4 --stop-after 5 -o "$WORK/dpo-b" --overwrite ||
+# stopped after 3 steps and resumed with another thread count: byte-identical
+"$WISP" finetune "${common[@]}" -t 1 --checkpoint-every 2 --stop-after 3 -o "$WORK/dpo-b" --overwrite ||
     fail "finetune --stop-after"
 "$WISP" finetune --resume "$WORK/dpo-b" -t 3 -q || fail "resume"
 cmp "$WORK/dpo-a/adapter.gguf" "$WORK/dpo-b/adapter.gguf" || fail "resumed DPO adapter differs from the uninterrupted one"
@@ -68,9 +68,9 @@ ok
 # IPO and label smoothing train too (the loss falls from its start)
 for variant in "--loss-type ipo" "--label-smoothing 0.1"; do
     # shellcheck disable=SC2086
-    "$WISP" finetune "${common[@]}" --steps 4 --eval-every 0 $variant -t 2 -o "$WORK/dpo-v" --overwrite ||
+    "$WISP" finetune "${common[@]}" --steps 3 --eval-every 0 $variant -t 2 -o "$WORK/dpo-v" --overwrite ||
         fail "finetune $variant"
-    first=$(col "$WORK/dpo-v" loss 1) last=$(col "$WORK/dpo-v" loss 4)
+    first=$(col "$WORK/dpo-v" loss 1) last=$(col "$WORK/dpo-v" loss 3)
     awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "$variant: loss $first -> $last did not fall"
     ok
 done
