@@ -48,6 +48,7 @@ typedef struct run {
     uint64_t stop_after; /* stop (with a checkpoint) once this many steps are done; 0: never */
     bool tty, quiet, stopped;
     int32_t skipped, skipped_in_a_row; /* optimizer steps skipped for a non-finite gradient */
+    int64_t skipped_total;             /* over the run, resumes included (the engine's count) */
 } run;
 
 /* F16 loss scaling may halve its scale from 65536 down to 1 (16 skips) before a step fits;
@@ -282,6 +283,7 @@ static bool train(run *r) {
             /* F16 storage overflowing is routine (the loss scale finds its level); NaN or Inf in F32 is not */
             bool scaled = wisp_ctx_config(r->s.ctx)->train.act_type == WISP_TYPE_F16;
             r->skipped++;
+            r->skipped_total = info.skipped_steps;
             if (++r->skipped_in_a_row >= MAX_SKIPS_IN_A_ROW) {
                 fprintf(stderr, "%swisp finetune: %d steps in a row had a NaN or infinite gradient (loss %g): the model "
                                 "or the data gives non-finite values (a NaN weight in %s?); stopped without writing "
@@ -297,6 +299,7 @@ static bool train(run *r) {
             continue;
         }
         r->skipped_in_a_row = 0;
+        r->skipped_total = info.skipped_steps;
         double now = cli_now() - r->t_start;
         cli_log_row row = {info.step, scored ? loss_sum / (double)scored : NAN, info.lr, info.grad_norm,
                            (double)(r->tokens_seen - r->tokens_at_start) / (now > 0 ? now : 1e-9), NAN, none, none};
@@ -345,7 +348,9 @@ static void summary(run *r) {
         fprintf(stderr, "; held-out rewards/accuracies %.3f -> %.3f, rewards/margins %.4f -> %.4f", a->accuracies,
                 b->accuracies, a->margins, b->margins);
     }
-    if (r->skipped) fprintf(stderr, "; %d steps skipped (non-finite gradient)", r->skipped);
+    if (r->skipped_total)
+        fprintf(stderr, "; %lld steps skipped (non-finite gradient%s)", (long long)r->skipped_total,
+                wisp_ctx_config(r->s.ctx)->train.act_type == WISP_TYPE_F16 ? ", F16 overflows as the loss scale settles" : "");
     fprintf(stderr, "\nmemory: arena %s, peak RSS %.1f MiB; wrote %s/{adapter.gguf,peft,config.json,log.csv,loss.svg}\n",
             cli_human_bytes(arena, sizeof arena, r->s.arena_size), (double)cli_peak_memory_bytes() / 1048576.0, r->out);
 }
@@ -477,6 +482,8 @@ int cmd_finetune(int argc, char **argv) {
         {"clip", 0, OPT_FLOAT, &set->clip, "C", "clip the global gradient norm to C; 0: off"},
         {"seed", 's', OPT_U64, &set->seed, "S", "seed of the initialisation, dropout and data order"},
         {"act-dtype", 0, OPT_STR, &set->act_dtype, "f32|bf16|f16", "storage of saved activations (f16: dynamic loss scaling)"},
+        {"loss-scale-hysteresis", 0, OPT_INT, &set->loss_scale_hysteresis, "H", "(f16) overflows tolerated before the loss scale halves; 0: 2 (DeepSpeed's)"},
+        {"min-loss-scale", 0, OPT_FLOAT, &set->min_loss_scale, "S", "(f16) the loss scale never halves below S; 0: 1"},
         {"checkpointing", 0, OPT_FLAG, &set->checkpointing, NULL, "activation checkpointing: recompute layers, save memory"},
         {"eval-every", 0, OPT_INT, &set->eval_every, "N", "validation loss every N steps (and at the end); 0: end only"},
         {"eval-windows", 0, OPT_INT, &set->eval_windows, "N", "validate on at most N windows; 0: all"},

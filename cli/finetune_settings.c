@@ -42,6 +42,7 @@ static const setting table[] = {
     F("checkpoint_every", K_INT, checkpoint_every),
     NEW("method", K_STR, method),       NEW("beta", K_FLOAT, beta),
     NEW("label_smoothing", K_FLOAT, label_smoothing), NEW("loss_type", K_STR, loss_type),
+    NEW("loss_scale_hysteresis", K_INT, loss_scale_hysteresis), NEW("min_loss_scale", K_FLOAT, min_loss_scale),
 };
 #undef F
 #undef NEW
@@ -133,6 +134,7 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
     c->rslora = s->rslora || m->rslora;
     c->objective = m->objective, c->dpo_beta = s->beta, c->dpo_label_smoothing = s->label_smoothing;
     c->dpo_loss = loss_ids[lt];
+    c->loss_scale_hysteresis = s->loss_scale_hysteresis, c->min_loss_scale = s->min_loss_scale;
     c->dropout = s->dropout, c->seed = s->seed, c->optimizer = opt, c->lr = s->lr, c->beta1 = s->beta1;
     c->beta2 = s->beta2, c->eps = s->eps, c->weight_decay = s->weight_decay, c->momentum = s->momentum;
     c->schedule = sched, c->warmup_steps = s->warmup < 0 ? 0 : s->warmup, c->total_steps = s->steps;
@@ -145,6 +147,7 @@ void ft_settings_from_resolved(ft_settings *s, const wisp_train_config *c) {
     s->alpha = c->alpha, s->lr = c->lr, s->beta1 = c->beta1, s->beta2 = c->beta2, s->eps = c->eps;
     s->momentum = c->momentum, s->loss_chunk = c->loss_chunk, s->loss_scale = c->loss_scale;
     s->warmup = c->warmup_steps, s->beta = c->dpo_beta;
+    s->loss_scale_hysteresis = c->loss_scale_hysteresis, s->min_loss_scale = c->min_loss_scale;
 }
 
 static void *field_of(const ft_settings *s, const setting *t) { return (char *)(uintptr_t)s + t->offset; }

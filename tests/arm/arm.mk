@@ -23,7 +23,7 @@ QEMU_ARMV7   := qemu-arm -L /usr/arm-linux-gnueabihf -cpu
 # What make test runs under emulation (TCG runs 15-25x slower than native):
 # unit tests except these slow ones (over 5 s each emulated; 6+ minutes together)
 ARM_SLOW_UNIT   := test_hf_tokenizer test_lora_apply test_quant test_quant_golden test_tokenizer_speed \
-                   test_train_fd test_train_plan
+                   test_train_fd test_train_dpo test_train_plan
 # golden models: every weight-type family and both architectures on the Pi 5
 # path; fewer on the others (the kernel test already checks every type
 # bit for bit on every level)
