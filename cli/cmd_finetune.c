@@ -218,7 +218,7 @@ static void progress(run *r, const cli_log_row *row, bool force) {
     if (!r->tty && !force && row->step % every != 0 && !isfinite(row->val_loss)) return;
     double now = cli_now() - r->t_start, rate = (double)(r->tokens_seen - r->tokens_at_start) / (now > 0 ? now : 1e-9);
     double per_step = (double)r->set.ctx * r->set.batch * r->set.accum * (r->dpo ? 2 : 1);
-    char eta[32], val[48] = "";
+    char eta[32], val[64] = "";
     format_duration(eta, sizeof eta, (double)(r->total_steps - row->step) * per_step / (rate > 0 ? rate : 1e-9));
     if (isfinite(row->val_loss)) snprintf(val, sizeof val, "  val %.4f", row->val_loss);
     if (r->dpo && isfinite(row->val_loss))
