@@ -42,6 +42,7 @@ typedef struct run {
     int64_t total_steps;
     int32_t *tok;
     uint8_t *mask;
+    double *ref; /* DPO: the micro-step's cached reference log-probs [2 x batch] */
     cli_train_log log;
     double t_start, elapsed_before; /* seconds: this process's start, and runs before a resume */
     int64_t tokens_seen, tokens_at_start;
@@ -252,9 +253,9 @@ static bool train(run *r) {
         int32_t pairs = 0;
         for (int32_t m = 0; m < r->set.accum; m++) {
             if (r->dpo) { /* losses are means over pairs: weigh by pairs */
-                ft_pairs_next(&r->pairs, B, r->set.ctx + 1, r->tok, r->mask);
+                ft_pairs_next(&r->pairs, B, r->set.ctx + 1, r->tok, r->mask, r->ref);
                 wisp_dpo_result res;
-                if (wisp_train_dpo_micro_step(r->s.ctx, r->tok, r->mask, B, NULL, &res, &err)) {
+                if (wisp_train_dpo_micro_step(r->s.ctx, r->tok, r->mask, B, r->pairs.ref ? r->ref : NULL, &res, &err)) {
                     cli_report("finetune", &err);
                     return false;
                 }
@@ -570,7 +571,8 @@ int cmd_finetune(int argc, char **argv) {
         size_t seqs = (size_t)set->batch * (r.dpo ? 2 : 1), width = (size_t)set->ctx + 1;
         r.tok = malloc(sizeof(int32_t) * width * seqs);
         r.mask = malloc(width * seqs);
-        ok = r.tok && r.mask;
+        r.ref = malloc(sizeof(double) * seqs);
+        ok = r.tok && r.mask && r.ref;
     }
     r.tty = isatty(2);
     r.t_start = cli_now();
@@ -603,6 +605,15 @@ int cmd_finetune(int argc, char **argv) {
                 r.dpo ? "pairs" : "sequences", cli_human_bytes(a, sizeof a, r.s.arena_size), cli_human_bytes(w, sizeof w, r.s.plan.weight_bytes),
                 wisp_ctx_config(r.s.ctx)->threads.n_threads);
     }
+    /* The reference's log-probs never change: with at least one epoch to train, score every pair once
+     * up front (trl's precompute_ref_log_probs); a shorter run scores only the pairs it meets, in the step. */
+    if (ok && r.dpo && set->steps * set->batch * set->accum >= wisp_data_count(&r.pairs.chosen.d, WISP_SPLIT_TRAIN)) {
+        double t0 = cli_now();
+        ok = ft_pairs_reference(r.s.ctx, &r.pairs, set->batch, set->ctx + 1, r.tok, r.mask);
+        if (ok && !r.quiet)
+            fprintf(stderr, "finetune: reference log-probs of %d pairs (the base without the adapter) in %.1f s\n",
+                    wisp_data_count(&r.pairs.chosen.d, WISP_SPLIT_TRAIN), cli_now() - t0);
+    }
     signal(SIGINT, on_sigint);
     if (ok) ok = train(&r);
     signal(SIGINT, SIG_DFL);
@@ -613,6 +624,7 @@ int cmd_finetune(int argc, char **argv) {
     cli_log_free(&r.log);
     free(r.tok);
     free(r.mask);
+    free(r.ref);
     cli_data_free(&r.train);
     cli_data_free(&r.val);
     ft_pairs_free(&r.pairs);

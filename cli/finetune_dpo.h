@@ -13,15 +13,22 @@
 
 typedef struct ft_pairs {
     cli_data chosen, rejected;
+    double *ref; /* [2][training pairs]: the reference's summed log-probs, chosen then rejected; NULL: none yet */
 } ft_pairs;
 
 /* Read a pairs JSONL file into both sides (prints why on failure). */
 bool ft_pairs_load(ft_pairs *p, const char *path, const wisp_tokenizer *tok, const wisp_data_options *opt);
 void ft_pairs_free(ft_pairs *p);
 
+/* The reference (the base without the adapter) scores every training pair
+ * once, b pairs at a time, so that training steps need not: trl's
+ * precompute_ref_log_probs. False after printing why. */
+bool ft_pairs_reference(wisp_ctx *ctx, ft_pairs *p, int32_t b, int32_t width, int32_t *tok, uint8_t *mask);
+
 /* The next n pairs: n chosen windows, then n rejected ones, into tok/mask
- * (2 x n windows of width ids). */
-void ft_pairs_next(ft_pairs *p, int32_t n, int32_t width, int32_t *tok, uint8_t *mask);
+ * (2 x n windows of width ids), and their cached reference log-probs into
+ * ref[2 x n] (when ft_pairs_reference ran; else ref is left alone). */
+void ft_pairs_next(ft_pairs *p, int32_t n, int32_t width, int32_t *tok, uint8_t *mask, double *ref);
 
 /* Mean DPO loss and reward statistics over the pairs of `split` (at most
  * max_pairs of them, 0: all), b pairs at a time; false after printing why. */

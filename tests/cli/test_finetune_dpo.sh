@@ -3,7 +3,8 @@
 # with another ending. After training, held-out pairs (new name/animal/thing
 # combinations) must have rewards/accuracies above 0.9 and a margin that grew
 # from 0; the IPO and label-smoothing variants train; the planned arena is
-# exact; a stopped and resumed run ends byte-identical; bad pairs fail by name.
+# exact; a stopped and resumed run ends byte-identical (with the reference
+# scored per step, and scored once up front); bad pairs fail by name.
 source "$(dirname "$0")/lib.sh"
 need models/stories260K.gguf
 model="$SHARED/models/stories260K.gguf"
@@ -40,8 +41,9 @@ col() {
         $1 == step { print $c }' "$1/log.csv"
 }
 
-common=(-m "$model" --method dpo --data "$WORK/pairs.jsonl" --val "$WORK/heldout.jsonl" --ctx 64 --batch 4
-        --rank 4 --lr 5e-3 --beta 0.1 --steps 8 --eval-every 4 --schedule constant -q)
+loud=(-m "$model" --method dpo --data "$WORK/pairs.jsonl" --val "$WORK/heldout.jsonl" --ctx 64 --batch 4
+      --rank 4 --lr 5e-3 --beta 0.1 --steps 8 --eval-every 4 --schedule constant)
+common=("${loud[@]}" -q)
 "$WISP" finetune "${common[@]}" -t 2 -o "$WORK/dpo-a" --overwrite || fail "finetune --method dpo"
 head -1 "$WORK/dpo-a/log.csv" | grep -q 'rewards/chosen,rewards/rejected,rewards/accuracies,rewards/margins' ||
     fail "log.csv lacks trl's reward columns: $(head -1 "$WORK/dpo-a/log.csv")"
@@ -57,13 +59,24 @@ awk -v a="$l0" 'BEGIN { exit !(a > 0.6931 && a < 0.6932) }' || fail "the base mo
 awk -v a="$l0" -v b="$l12" 'BEGIN { exit !(b < a / 2) }' || fail "the held-out DPO loss did not fall: $l0 -> $l12"
 ok
 
-# stopped after 3 steps and resumed with another thread count: byte-identical
-"$WISP" finetune "${common[@]}" -t 1 --checkpoint-every 2 --stop-after 3 -o "$WORK/dpo-b" --overwrite ||
-    fail "finetune --stop-after"
-"$WISP" finetune --resume "$WORK/dpo-b" -t 3 -q || fail "resume"
-cmp "$WORK/dpo-a/adapter.gguf" "$WORK/dpo-b/adapter.gguf" || fail "resumed DPO adapter differs from the uninterrupted one"
-diff <(cut -d, -f1-4,6-15 "$WORK/dpo-a/log.csv") <(cut -d, -f1-4,6-15 "$WORK/dpo-b/log.csv") || fail "resumed log differs"
-ok
+# stopped after 3 steps and resumed with another thread count: byte-identical, both with the
+# reference scored in the step (fewer steps than an epoch) and scored once up front (a whole epoch)
+head -12 "$WORK/pairs.jsonl" > "$WORK/pairs12.jsonl"
+for data in pairs pairs12; do
+    args=("${common[@]}" --data "$WORK/$data.jsonl" --steps 6 --eval-every 3)
+    "$WISP" finetune "${args[@]}" -t 2 -o "$WORK/dpo-r1" --overwrite || fail "finetune on $data"
+    "$WISP" finetune "${loud[@]}" --data "$WORK/$data.jsonl" --steps 6 --eval-every 3 -t 1 --checkpoint-every 2 \
+        --stop-after 3 -o "$WORK/dpo-r2" --overwrite 2> "$WORK/stop.txt" ||
+        fail "finetune --stop-after on $data"
+    if [ $data = pairs12 ]; then
+        grep -q "reference log-probs of 12 pairs" "$WORK/stop.txt" || fail "12 pairs over 6 steps: no reference scored up front"
+    fi
+    "$WISP" finetune --resume "$WORK/dpo-r2" -t 3 -q || fail "resume on $data"
+    cmp "$WORK/dpo-r1/adapter.gguf" "$WORK/dpo-r2/adapter.gguf" || fail "$data: the resumed DPO adapter differs"
+    diff <(cut -d, -f1-4,6-15 "$WORK/dpo-r1/log.csv") <(cut -d, -f1-4,6-15 "$WORK/dpo-r2/log.csv") ||
+        fail "$data: the resumed log differs"
+    ok
+done
 
 # IPO and label smoothing train too (the loss falls from its start)
 for variant in "--loss-type ipo" "--label-smoothing 0.1"; do
