@@ -62,18 +62,21 @@ ok
 # stopped after 3 steps and resumed with another thread count: byte-identical, both with the
 # reference scored in the step (fewer steps than an epoch) and scored once up front (a whole epoch)
 head -12 "$WORK/pairs.jsonl" > "$WORK/pairs12.jsonl"
+"$WISP" finetune "${common[@]}" --data "$WORK/pairs12.jsonl" --steps 6 --eval-every 3 -t 2 -o "$WORK/dpo-a12" --overwrite ||
+    fail "finetune on 12 pairs"
 for data in pairs pairs12; do
-    args=("${common[@]}" --data "$WORK/$data.jsonl" --steps 6 --eval-every 3)
-    "$WISP" finetune "${args[@]}" -t 2 -o "$WORK/dpo-r1" --overwrite || fail "finetune on $data"
-    "$WISP" finetune "${loud[@]}" --data "$WORK/$data.jsonl" --steps 6 --eval-every 3 -t 1 --checkpoint-every 2 \
-        --stop-after 3 -o "$WORK/dpo-r2" --overwrite 2> "$WORK/stop.txt" ||
-        fail "finetune --stop-after on $data"
+    steps=8 every=4 whole="$WORK/dpo-a" # the run above
+    [ $data = pairs12 ] && steps=6 every=3 whole="$WORK/dpo-a12"
+    "$WISP" finetune "${loud[@]}" --data "$WORK/$data.jsonl" --steps $steps --eval-every $every -t 1 --checkpoint-every 2 \
+        --stop-after 3 -o "$WORK/dpo-r" --overwrite 2> "$WORK/stop.txt" || fail "finetune --stop-after on $data"
     if [ $data = pairs12 ]; then
         grep -q "reference log-probs of 12 pairs" "$WORK/stop.txt" || fail "12 pairs over 6 steps: no reference scored up front"
+    else
+        grep -q "reference log-probs" "$WORK/stop.txt" && fail "96 pairs over 8 steps: the reference was scored up front"
     fi
-    "$WISP" finetune --resume "$WORK/dpo-r2" -t 3 -q || fail "resume on $data"
-    cmp "$WORK/dpo-r1/adapter.gguf" "$WORK/dpo-r2/adapter.gguf" || fail "$data: the resumed DPO adapter differs"
-    diff <(cut -d, -f1-4,6-15 "$WORK/dpo-r1/log.csv") <(cut -d, -f1-4,6-15 "$WORK/dpo-r2/log.csv") ||
+    "$WISP" finetune --resume "$WORK/dpo-r" -t 3 -q || fail "resume on $data"
+    cmp "$whole/adapter.gguf" "$WORK/dpo-r/adapter.gguf" || fail "$data: the resumed DPO adapter differs"
+    diff <(cut -d, -f1-4,6-15 "$whole/log.csv") <(cut -d, -f1-4,6-15 "$WORK/dpo-r/log.csv") ||
         fail "$data: the resumed log differs"
     ok
 done
