@@ -115,10 +115,31 @@ static void engine_policy(void) {
     CHECK(a.loss_scale == 512 && b.loss_scale == a.loss_scale && b.skipped_steps == 4 && a.skipped_steps == 4,
           "after the state round trip: scale %g vs %g, skipped %lld vs %lld", b.loss_scale, a.loss_scale,
           (long long)b.skipped_steps, (long long)a.skipped_steps);
+    /* a version 1 state (before hysteresis: 92-byte header) still loads, with full hysteresis and no skips counted */
+    unsigned char *v1 = malloc(n - 12);
+    memcpy(v1, bytes, 92);
+    memcpy(v1 + 92, bytes + 104, n - 104);
+    const uint32_t version = 1, header = 92;
+    memcpy(v1 + 8, &version, 4), memcpy(v1 + 12, &header, 4);
+    train_env g = {0};
+    REQUIRE(train_open(&g, path, &cfg), "open a third time");
+    REQUIRE(!wisp_train_state_load(g.ctx, v1, n - 12, NULL, &err), "version 1 load: %s", err.message);
+    wisp_train_step_info c1, c2;
+    REQUIRE(step(g.ctx, tok, true, &c1) && step(g.ctx, tok, true, &c2), "overflows after the version 1 load");
+    CHECK(wisp_train_steps(g.ctx) == wisp_train_steps(e.ctx) && c1.loss_scale == 512 && c2.loss_scale == 256 &&
+              c1.skipped_steps == 1 && c2.skipped_steps == 2,
+          "version 1 state: steps %lld, scales %g %g, skipped %lld %lld", (long long)wisp_train_steps(g.ctx),
+          c1.loss_scale, c2.loss_scale, (long long)c1.skipped_steps, (long long)c2.skipped_steps);
+    memcpy(v1 + 8, &(uint32_t){3}, 4);
+    CHECK(wisp_train_state_load(g.ctx, v1, n - 12, NULL, &err) && strstr(err.message, "version 3"),
+          "an unknown version: %s", err.message);
+    free(v1);
+    train_close(&g);
     free(bytes);
     train_close(&f);
     train_close(&e);
-    printf("engine: overflows skip and count, hysteresis 2 keeps the scale once, min_loss_scale 256 holds, state keeps both\n");
+    printf("engine: overflows skip and count, hysteresis 2 keeps the scale once, min_loss_scale 256 holds, state keeps "
+           "both; version 1 states load\n");
 }
 
 int main(void) {
