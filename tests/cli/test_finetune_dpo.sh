@@ -2,7 +2,7 @@
 # every chosen answer ends with the same fixed sentence, every rejected one
 # with another ending. After training, held-out pairs (new name/animal/thing
 # combinations) must have rewards/accuracies above 0.9 and a margin that grew
-# from 0; the IPO and label-smoothing variants train; the planned arena is
+# from 0, while the same pairs with the labels flipped drive them below 0.1; the IPO and label-smoothing variants train; the planned arena is
 # exact; a stopped and resumed run ends byte-identical (with the reference
 # scored per step, and scored once up front); bad pairs fail by name.
 source "$(dirname "$0")/lib.sh"
@@ -57,6 +57,21 @@ awk -v a="$m0" -v b="$m6" -v c="$m12" 'BEGIN { exit !(a == 0 && b > a && c > b) 
     fail "the held-out margin did not grow: $m0 -> $m6 -> $m12"
 awk -v a="$l0" 'BEGIN { exit !(a > 0.6931 && a < 0.6932) }' || fail "the base model's DPO loss is $l0, not log 2"
 awk -v a="$l0" -v b="$l12" 'BEGIN { exit !(b < a / 2) }' || fail "the held-out DPO loss did not fall: $l0 -> $l12"
+ok
+
+# the control: the same pairs with chosen and rejected swapped teach the opposite preference
+python3 - "$WORK/pairs.jsonl" "$WORK/flipped.jsonl" <<'PY' || fail "making the flipped pairs"
+import json, sys
+with open(sys.argv[1]) as f, open(sys.argv[2], "w") as g:
+    for line in f:
+        r = json.loads(line)
+        r["chosen"], r["rejected"] = r["rejected"], r["chosen"]
+        g.write(json.dumps(r) + "\n")
+PY
+"$WISP" finetune "${common[@]}" --data "$WORK/flipped.jsonl" -t 2 -o "$WORK/dpo-flip" --overwrite || fail "finetune on flipped pairs"
+facc=$(col "$WORK/dpo-flip" eval_rewards/accuracies 8) fm=$(col "$WORK/dpo-flip" eval_rewards/margins 8)
+echo "control (labels flipped): held-out rewards/accuracies $facc, rewards/margins $fm"
+awk -v a="$facc" -v m="$fm" 'BEGIN { exit !(a < 0.1 && m < 0) }' || fail "flipped labels still gave accuracy $facc, margin $fm"
 ok
 
 # stopped after 3 steps and resumed with another thread count: byte-identical, both with the
