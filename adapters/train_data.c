@@ -496,13 +496,19 @@ static void shuffle(wisp_train_data *d, int64_t epoch) {
     d->order_epoch = epoch;
 }
 
-void wisp_data_next(wisp_train_data *d, int32_t n, int32_t *ids, uint8_t *mask) {
+void wisp_data_next_indexed(wisp_train_data *d, int32_t n, int32_t *ids, uint8_t *mask, int32_t *index) {
     size_t width = (size_t)d->opt.seq_len + 1;
     for (int32_t i = 0; i < n; i++) {
         if (d->pos >= d->n_train) d->epoch++, d->pos = 0;
         if (d->order_epoch != d->epoch) shuffle(d, d->epoch);
-        wisp_data_get(d, WISP_SPLIT_TRAIN, d->mem.order[d->pos++], ids + i * width, mask + i * width);
+        int32_t k = d->mem.order[d->pos++];
+        if (index) index[i] = k;
+        wisp_data_get(d, WISP_SPLIT_TRAIN, k, ids + i * width, mask + i * width);
     }
+}
+
+void wisp_data_next(wisp_train_data *d, int32_t n, int32_t *ids, uint8_t *mask) {
+    wisp_data_next_indexed(d, n, ids, mask, NULL);
 }
 
 int64_t wisp_data_consumed(const wisp_train_data *d) { return d->epoch * d->n_train + d->pos; }

@@ -153,6 +153,9 @@ void wisp_data_get(const wisp_train_data *d, wisp_data_split split, int32_t inde
 /* The next n training examples in shuffled order (wrapping into the next
  * epoch, reshuffled), back to back in ids/mask. */
 void wisp_data_next(wisp_train_data *d, int32_t n, int32_t *ids, uint8_t *mask);
+/* The same, also writing each example's index in the training split (for
+ * values cached per example, such as DPO's reference log-probs). */
+void wisp_data_next_indexed(wisp_train_data *d, int32_t n, int32_t *ids, uint8_t *mask, int32_t *index);
 
 /* Training examples taken so far over all epochs. */
 int64_t wisp_data_consumed(const wisp_train_data *d);

@@ -14,6 +14,7 @@
 #include "atomic_file.h"
 #include "peak_memory.h"
 #include "commands.h"
+#include "finetune_dpo.h"
 #include "finetune_settings.h"
 #include "chat_template.h"
 #include "lora_gguf.h"
@@ -36,15 +37,19 @@ typedef struct run {
     cli_session s;
     cli_data train, val; /* val unused (zeroed) when the split comes from the training file */
     bool separate_val;
+    bool dpo;            /* --method dpo: the data are pairs, train/val unused */
+    ft_pairs pairs, val_pairs;
     int64_t total_steps;
     int32_t *tok;
     uint8_t *mask;
+    double *ref; /* DPO: the micro-step's cached reference log-probs [2 x batch] */
     cli_train_log log;
     double t_start, elapsed_before; /* seconds: this process's start, and runs before a resume */
     int64_t tokens_seen, tokens_at_start;
     uint64_t stop_after; /* stop (with a checkpoint) once this many steps are done; 0: never */
     bool tty, quiet, stopped;
     int32_t skipped, skipped_in_a_row; /* optimizer steps skipped for a non-finite gradient */
+    int64_t skipped_total;             /* over the run, resumes included (the engine's count) */
 } run;
 
 /* F16 loss scaling may halve its scale from 65536 down to 1 (16 skips) before a step fits;
@@ -64,8 +69,17 @@ static bool make_dir(const char *path) {
 
 /* ---- evaluation ---- */
 
-/* Mean loss over the validation windows (at most eval_windows of them); NaN without any. */
-static double validate(run *r) {
+/* Mean loss over the validation windows (at most eval_windows of them); NaN without any.
+ * DPO: the mean DPO loss over validation pairs, with trl's reward statistics in *m. */
+static double validate(run *r, cli_dpo_metrics *m) {
+    if (r->dpo) {
+        double loss;
+        const ft_pairs *p = r->separate_val ? &r->val_pairs : &r->pairs;
+        wisp_data_split split = r->separate_val ? WISP_SPLIT_TRAIN : WISP_SPLIT_VAL;
+        if (!ft_pairs_eval(r->s.ctx, p, split, r->set.batch, r->set.ctx + 1, r->set.eval_windows, r->tok, r->mask, &loss, m))
+            return NAN;
+        return loss;
+    }
     const wisp_train_data *d = r->separate_val ? &r->val.d : &r->train.d;
     wisp_data_split split = r->separate_val ? WISP_SPLIT_TRAIN : WISP_SPLIT_VAL;
     int32_t n = wisp_data_count(d, split), B = r->set.batch, width = r->set.ctx + 1;
@@ -125,7 +139,7 @@ static bool write_logs(run *r) {
     path_in(csv, sizeof csv, r->out, "log.csv");
     path_in(svg, sizeof svg, r->out, "loss.svg");
     const char *base = strrchr(r->set.model, '/'), *data = strrchr(r->set.data, '/');
-    snprintf(title, sizeof title, "LoRA r%d on %s: %s", r->set.rank, base ? base + 1 : r->set.model,
+    snprintf(title, sizeof title, "%s r%d on %s: %s", r->dpo ? "DPO LoRA" : "LoRA", r->set.rank, base ? base + 1 : r->set.model,
              data ? data + 1 : r->set.data);
     return cli_log_write_csv(&r->log, csv) && cli_log_write_svg(&r->log, svg, title);
 }
@@ -140,7 +154,7 @@ static bool write_checkpoint(run *r) {
     path_in(path, sizeof path, r->out, "checkpoint.bin");
     cli_atomic_file af;
     if (!cli_atomic_open(&af, path)) return false;
-    wisp_data_cursor c = wisp_data_cursor_get(&r->train.d);
+    wisp_data_cursor c = wisp_data_cursor_get(r->dpo ? &r->pairs.chosen.d : &r->train.d);
     double seconds = r->elapsed_before + (cli_now() - r->t_start);
     wisp_error err = {0};
     wisp_status st = wisp_sink_write(&af.sink, CHECKPOINT_MAGIC, 8, &err);
@@ -174,7 +188,8 @@ static bool read_checkpoint(run *r, const char *dir) {
         memcpy(&r->tokens_seen, f.data + 20, 8);
         memcpy(&seconds, f.data + 28, 8);
         size_t used;
-        ok = !wisp_data_cursor_set(&r->train.d, c, &err) &&
+        ok = (r->dpo ? !wisp_data_cursor_set(&r->pairs.chosen.d, c, &err) && !wisp_data_cursor_set(&r->pairs.rejected.d, c, &err)
+                     : !wisp_data_cursor_set(&r->train.d, c, &err)) &&
              !wisp_train_state_load(r->s.ctx, f.data + head, f.size - head, &used, &err);
         if (!ok) cli_report(path, &err);
     }
@@ -203,10 +218,13 @@ static void progress(run *r, const cli_log_row *row, bool force) {
     int64_t every = r->total_steps / 50 > 0 ? r->total_steps / 50 : 1;
     if (!r->tty && !force && row->step % every != 0 && !isfinite(row->val_loss)) return;
     double now = cli_now() - r->t_start, rate = (double)(r->tokens_seen - r->tokens_at_start) / (now > 0 ? now : 1e-9);
-    double per_step = (double)r->set.ctx * r->set.batch * r->set.accum;
-    char eta[32], val[48] = "";
+    double per_step = (double)r->set.ctx * r->set.batch * r->set.accum * (r->dpo ? 2 : 1);
+    char eta[32], val[64] = "";
     format_duration(eta, sizeof eta, (double)(r->total_steps - row->step) * per_step / (rate > 0 ? rate : 1e-9));
     if (isfinite(row->val_loss)) snprintf(val, sizeof val, "  val %.4f", row->val_loss);
+    if (r->dpo && isfinite(row->val_loss))
+        snprintf(val, sizeof val, "  val %.4f acc %.2f margin %.3f", row->val_loss, row->val_rewards.accuracies,
+                 row->val_rewards.margins);
     fprintf(stderr, "%sstep %lld/%lld  loss %.4f  lr %.2e  |g| %.3g  %.0f tok/s  ETA %s%s%s", r->tty ? "\r" : "",
             (long long)row->step, (long long)r->total_steps, row->loss, row->lr, row->grad_norm, rate, eta, val,
             r->tty ? "\033[K" : "\n");
@@ -218,17 +236,34 @@ static void progress(run *r, const cli_log_row *row, bool force) {
 static bool train(run *r) {
     const int32_t B = r->set.batch;
     wisp_error err = {0};
-    bool has_val = r->separate_val ? wisp_data_count(&r->val.d, WISP_SPLIT_TRAIN) > 0
-                                   : wisp_data_count(&r->train.d, WISP_SPLIT_VAL) > 0;
+    const cli_dpo_metrics none = {NAN, NAN, NAN, NAN};
+    const wisp_train_data *val_data = r->dpo ? (r->separate_val ? &r->val_pairs.chosen.d : &r->pairs.chosen.d)
+                                             : (r->separate_val ? &r->val.d : &r->train.d);
+    bool has_val = wisp_data_count(val_data, r->separate_val ? WISP_SPLIT_TRAIN : WISP_SPLIT_VAL) > 0;
     if (wisp_train_steps(r->s.ctx) == 0 && has_val && r->log.n == 0) {
-        cli_log_row base = {0, NAN, 0, 0, 0, validate(r)}; /* B = 0: the base model's loss */
+        cli_log_row base = {0, NAN, 0, 0, 0, NAN, none, none}; /* step 0: the base model's loss */
+        base.val_loss = validate(r, &base.val_rewards);
         cli_log_add(&r->log, &base);
         if (!r->quiet) fprintf(stderr, "validation loss before training (the base model): %.4f\n", base.val_loss);
     }
     while (wisp_train_steps(r->s.ctx) < r->total_steps) {
         double loss_sum = 0;
         int64_t scored = 0;
+        cli_dpo_metrics rewards = {0, 0, 0, 0};
+        int32_t pairs = 0;
         for (int32_t m = 0; m < r->set.accum; m++) {
+            if (r->dpo) { /* losses are means over pairs: weigh by pairs */
+                ft_pairs_next(&r->pairs, B, r->set.ctx + 1, r->tok, r->mask, r->ref);
+                wisp_dpo_result res;
+                if (wisp_train_dpo_micro_step(r->s.ctx, r->tok, r->mask, B, r->pairs.ref ? r->ref : NULL, &res, &err)) {
+                    cli_report("finetune", &err);
+                    return false;
+                }
+                ft_dpo_accumulate(&rewards, &loss_sum, &pairs, &res);
+                scored = pairs;
+                r->tokens_seen += (int64_t)2 * B * r->set.ctx;
+                continue;
+            }
             wisp_data_next(&r->train.d, B, r->tok, r->mask);
             double loss;
             int32_t n;
@@ -249,6 +284,7 @@ static bool train(run *r) {
             /* F16 storage overflowing is routine (the loss scale finds its level); NaN or Inf in F32 is not */
             bool scaled = wisp_ctx_config(r->s.ctx)->train.act_type == WISP_TYPE_F16;
             r->skipped++;
+            r->skipped_total = info.skipped_steps;
             if (++r->skipped_in_a_row >= MAX_SKIPS_IN_A_ROW) {
                 fprintf(stderr, "%swisp finetune: %d steps in a row had a NaN or infinite gradient (loss %g): the model "
                                 "or the data gives non-finite values (a NaN weight in %s?); stopped without writing "
@@ -264,11 +300,16 @@ static bool train(run *r) {
             continue;
         }
         r->skipped_in_a_row = 0;
+        r->skipped_total = info.skipped_steps;
         double now = cli_now() - r->t_start;
         cli_log_row row = {info.step, scored ? loss_sum / (double)scored : NAN, info.lr, info.grad_norm,
-                           (double)(r->tokens_seen - r->tokens_at_start) / (now > 0 ? now : 1e-9), NAN};
+                           (double)(r->tokens_seen - r->tokens_at_start) / (now > 0 ? now : 1e-9), NAN, none, none};
+        if (r->dpo && pairs)
+            row.rewards = (cli_dpo_metrics){rewards.chosen / pairs, rewards.rejected / pairs, rewards.accuracies / pairs,
+                                            rewards.margins / pairs};
         bool last = info.step == r->total_steps;
-        if (has_val && ((r->set.eval_every > 0 && info.step % r->set.eval_every == 0) || last)) row.val_loss = validate(r);
+        if (has_val && ((r->set.eval_every > 0 && info.step % r->set.eval_every == 0) || last))
+            row.val_loss = validate(r, &row.val_rewards);
         cli_log_add(&r->log, &row);
         progress(r, &row, last);
         bool stop = interrupted || (r->stop_after && (uint64_t)info.step >= r->stop_after && !last);
@@ -302,7 +343,15 @@ static void summary(run *r) {
             (long long)wisp_train_steps(r->s.ctx), (long long)r->tokens_seen, r->elapsed_before + secs, rate,
             first_finite(&r->log, false, false), first_finite(&r->log, false, true));
     if (isfinite(v0) && isfinite(v1)) fprintf(stderr, "; validation loss %.4f -> %.4f (%+.1f%%)", v0, v1, 100 * (v1 / v0 - 1));
-    if (r->skipped) fprintf(stderr, "; %d steps skipped (non-finite gradient)", r->skipped);
+    if (r->dpo && r->log.n && isfinite(r->log.rows[0].val_rewards.margins) &&
+        isfinite(r->log.rows[r->log.n - 1].val_rewards.margins)) {
+        const cli_dpo_metrics *a = &r->log.rows[0].val_rewards, *b = &r->log.rows[r->log.n - 1].val_rewards;
+        fprintf(stderr, "; held-out rewards/accuracies %.3f -> %.3f, rewards/margins %.4f -> %.4f", a->accuracies,
+                b->accuracies, a->margins, b->margins);
+    }
+    if (r->skipped_total)
+        fprintf(stderr, "; %lld steps skipped (non-finite gradient%s)", (long long)r->skipped_total,
+                wisp_ctx_config(r->s.ctx)->train.act_type == WISP_TYPE_F16 ? ", F16 overflows as the loss scale settles" : "");
     fprintf(stderr, "\nmemory: arena %s, peak RSS %.1f MiB; wrote %s/{adapter.gguf,peft,config.json,log.csv,loss.svg}\n",
             cli_human_bytes(arena, sizeof arena, r->s.arena_size), (double)cli_peak_memory_bytes() / 1048576.0, r->out);
 }
@@ -332,6 +381,16 @@ static bool setup_data(run *r) {
     if (!cli_data_format(r->set.format, r->set.data, &o.format) || !cli_data_docs(r->set.docs, &o.docs)) {
         fprintf(stderr, "wisp finetune: --format must be auto, text or jsonl and --docs file or blank\n");
         return false;
+    }
+    if (r->dpo) { /* pairs: two lockstep pipelines per file */
+        bool ok = ft_pairs_load(&r->pairs, r->set.data, tok, &o);
+        if (ok && r->set.val) {
+            wisp_data_options v = o;
+            cli_data_format(r->set.format, r->set.val, &v.format);
+            ok = ft_pairs_load(&r->val_pairs, r->set.val, tok, &v);
+            r->separate_val = ok;
+        }
+        return ok;
     }
     /* JSONL conversations are rendered with the model's chat template (cli/chat_template.h) */
     cli_chat_template ct;
@@ -400,6 +459,10 @@ int cmd_finetune(int argc, char **argv) {
         {"format", 0, OPT_STR, &set->format, "auto|text|jsonl", "data format; auto: JSONL for .jsonl/.json files"},
         {"docs", 0, OPT_STR, &set->docs, "file|blank", "plain-text documents: the whole file, or blank-line paragraphs"},
         {"output", 'o', OPT_STR, &r.out, "OUTDIR", "folder for the adapter, config.json, log.csv, loss.svg, checkpoints"},
+        {"method", 0, OPT_STR, &set->method, "lora|rslora|dpo", "lora; rslora (alpha / sqrt(rank)); dpo: preference pairs, trl's DPO loss"},
+        {"beta", 0, OPT_FLOAT, &set->beta, "B", "(dpo) strength of the pull towards the base model (trl's beta)"},
+        {"label-smoothing", 0, OPT_FLOAT, &set->label_smoothing, "E", "(dpo) assumed fraction of flipped labels, in [0, 0.5) (cDPO)"},
+        {"loss-type", 0, OPT_STR, &set->loss_type, "sigmoid|ipo", "(dpo) trl's loss_type: sigmoid (DPO) or ipo"},
         {"rank", 'r', OPT_INT, &set->rank, "R", "LoRA rank"},
         {"alpha", 0, OPT_FLOAT, &set->alpha, "A", "LoRA alpha (scale alpha / rank); 0: 2 x rank"},
         {"rslora", 0, OPT_FLAG, &set->rslora, NULL, "rank-stabilised scale alpha / sqrt(rank)"},
@@ -420,6 +483,8 @@ int cmd_finetune(int argc, char **argv) {
         {"clip", 0, OPT_FLOAT, &set->clip, "C", "clip the global gradient norm to C; 0: off"},
         {"seed", 's', OPT_U64, &set->seed, "S", "seed of the initialisation, dropout and data order"},
         {"act-dtype", 0, OPT_STR, &set->act_dtype, "f32|bf16|f16", "storage of saved activations (f16: dynamic loss scaling)"},
+        {"loss-scale-hysteresis", 0, OPT_INT, &set->loss_scale_hysteresis, "H", "(f16) overflows tolerated before the loss scale halves; 0: 2 (DeepSpeed's)"},
+        {"min-loss-scale", 0, OPT_FLOAT, &set->min_loss_scale, "S", "(f16) the loss scale never halves below S; 0: 1"},
         {"checkpointing", 0, OPT_FLAG, &set->checkpointing, NULL, "activation checkpointing: recompute layers, save memory"},
         {"eval-every", 0, OPT_INT, &set->eval_every, "N", "validation loss every N steps (and at the end); 0: end only"},
         {"eval-windows", 0, OPT_INT, &set->eval_windows, "N", "validate on at most N windows; 0: all"},
@@ -437,6 +502,8 @@ int cmd_finetune(int argc, char **argv) {
         "Data: plain text is packed into windows of --ctx tokens led by BOS, with EOS after each document\n"
         "(--docs); JSONL records {\"prompt\",\"completion\"} or {\"instruction\",\"input\",\"output\"} (Alpaca template)\n"
         "are one window each, scored on the response only. The loss is the mean cross-entropy of next tokens.\n"
+        "--method dpo: JSONL pairs {\"prompt\",\"chosen\",\"rejected\"}; --batch counts pairs; the loss is trl's DPO\n"
+        "loss against the base model without the adapter (the reference), logged with trl's rewards/* columns.\n"
         "OUTDIR receives adapter.gguf (llama.cpp GGUF LoRA), peft/ (Hugging Face PEFT), config.json (every\n"
         "setting), log.csv, loss.svg and, with --checkpoint-every or on Ctrl-C, checkpoint.bin for --resume,\n"
         "which continues bit-identically.\n"
@@ -478,6 +545,7 @@ int cmd_finetune(int argc, char **argv) {
     /* the data first (its size sets the step count), tokenized with a small context of its own */
     wisp_config cfg = wisp_config_default();
     if (!ft_settings_to_config(set, &cfg.train)) return finish(set, CLI_USAGE);
+    r.dpo = r.log.dpo = ft_method_is_dpo(set);
     mo.model = set->model;
     mo.ctx = 16; /* inference: room to attach the adapter and try a prompt; training has its own buffers */
     if (!cli_session_open(&r.s, &mo, &(wisp_config){.kv_type = WISP_TYPE_F16})) return finish(set, CLI_FAIL);
@@ -485,7 +553,8 @@ int cmd_finetune(int argc, char **argv) {
     cli_session_close(&r.s);
     if (ok && set->steps == 0) {
         double e = set->epochs > 0 ? set->epochs : 1;
-        int64_t per_step = (int64_t)set->batch * set->accum, n = wisp_data_count(&r.train.d, WISP_SPLIT_TRAIN);
+        int64_t per_step = (int64_t)set->batch * set->accum;
+        int64_t n = wisp_data_count(r.dpo ? &r.pairs.chosen.d : &r.train.d, WISP_SPLIT_TRAIN);
         set->steps = (int64_t)ceil(e * (double)n / (double)per_step);
         if (set->steps < 1) set->steps = 1;
     }
@@ -495,12 +564,15 @@ int cmd_finetune(int argc, char **argv) {
     if (ok) {
         ft_settings_from_resolved(set, &wisp_ctx_config(r.s.ctx)->train);
         r.train.d.tok = r.val.d.tok = wisp_ctx_tokenizer(r.s.ctx); /* the probe's is gone */
+        r.pairs.chosen.d.tok = r.pairs.rejected.d.tok = wisp_ctx_tokenizer(r.s.ctx);
+        r.val_pairs.chosen.d.tok = r.val_pairs.rejected.d.tok = wisp_ctx_tokenizer(r.s.ctx);
     }
     if (ok) {
-        int32_t width = set->ctx + 1;
-        r.tok = malloc(sizeof(int32_t) * (size_t)width * (size_t)set->batch);
-        r.mask = malloc((size_t)width * (size_t)set->batch);
-        ok = r.tok && r.mask;
+        size_t seqs = (size_t)set->batch * (r.dpo ? 2 : 1), width = (size_t)set->ctx + 1;
+        r.tok = malloc(sizeof(int32_t) * width * seqs);
+        r.mask = malloc(width * seqs);
+        r.ref = malloc(sizeof(double) * seqs);
+        ok = r.tok && r.mask && r.ref;
     }
     r.tty = isatty(2);
     r.t_start = cli_now();
@@ -517,18 +589,30 @@ int cmd_finetune(int argc, char **argv) {
         char extra[512];
         snprintf(extra, sizeof extra,
                  "\"train_examples\": %d,\n  \"val_examples\": %d,\n  \"tokens_per_step\": %lld,\n  \"arena_bytes\": %zu",
-                 wisp_data_count(&r.train.d, WISP_SPLIT_TRAIN),
-                 r.separate_val ? wisp_data_count(&r.val.d, WISP_SPLIT_TRAIN) : wisp_data_count(&r.train.d, WISP_SPLIT_VAL),
-                 (long long)set->ctx * set->batch * set->accum, r.s.arena_size);
+                 wisp_data_count(r.dpo ? &r.pairs.chosen.d : &r.train.d, WISP_SPLIT_TRAIN),
+                 r.dpo ? (r.separate_val ? wisp_data_count(&r.val_pairs.chosen.d, WISP_SPLIT_TRAIN)
+                                         : wisp_data_count(&r.pairs.chosen.d, WISP_SPLIT_VAL))
+                 : r.separate_val ? wisp_data_count(&r.val.d, WISP_SPLIT_TRAIN) : wisp_data_count(&r.train.d, WISP_SPLIT_VAL),
+                 (long long)set->ctx * set->batch * set->accum * (r.dpo ? 2 : 1), r.s.arena_size);
         ok = ft_settings_write(set, extra, config_path);
     }
     if (ok && !r.quiet) {
         char a[32], w[32];
-        fprintf(stderr, "finetune: %d training windows of %d tokens, %lld steps of %d x %d sequences; arena %s (the model's "
+        fprintf(stderr, "finetune: %d training %s of %d tokens, %lld steps of %d x %d %s; arena %s (the model's "
                         "%s outside it), %d threads\n",
-                wisp_data_count(&r.train.d, WISP_SPLIT_TRAIN), set->ctx, (long long)r.total_steps, set->accum, set->batch,
-                cli_human_bytes(a, sizeof a, r.s.arena_size), cli_human_bytes(w, sizeof w, r.s.plan.weight_bytes),
+                wisp_data_count(r.dpo ? &r.pairs.chosen.d : &r.train.d, WISP_SPLIT_TRAIN), r.dpo ? "pairs" : "windows",
+                set->ctx, (long long)r.total_steps, set->accum, set->batch,
+                r.dpo ? "pairs" : "sequences", cli_human_bytes(a, sizeof a, r.s.arena_size), cli_human_bytes(w, sizeof w, r.s.plan.weight_bytes),
                 wisp_ctx_config(r.s.ctx)->threads.n_threads);
+    }
+    /* The reference's log-probs never change: with at least one epoch to train, score every pair once
+     * up front (trl's precompute_ref_log_probs); a shorter run scores only the pairs it meets, in the step. */
+    if (ok && r.dpo && set->steps * set->batch * set->accum >= wisp_data_count(&r.pairs.chosen.d, WISP_SPLIT_TRAIN)) {
+        double t0 = cli_now();
+        ok = ft_pairs_reference(r.s.ctx, &r.pairs, set->batch, set->ctx + 1, r.tok, r.mask);
+        if (ok && !r.quiet)
+            fprintf(stderr, "finetune: reference log-probs of %d pairs (the base without the adapter) in %.1f s\n",
+                    wisp_data_count(&r.pairs.chosen.d, WISP_SPLIT_TRAIN), cli_now() - t0);
     }
     signal(SIGINT, on_sigint);
     if (ok) ok = train(&r);
@@ -540,8 +624,11 @@ int cmd_finetune(int argc, char **argv) {
     cli_log_free(&r.log);
     free(r.tok);
     free(r.mask);
+    free(r.ref);
     cli_data_free(&r.train);
     cli_data_free(&r.val);
+    ft_pairs_free(&r.pairs);
+    ft_pairs_free(&r.val_pairs);
     cli_session_close(&r.s);
     if (r.stopped && !interrupted) return finish(set, CLI_OK); /* --stop-after: a planned pause */
     return finish(set, ok ? CLI_OK : interrupted ? 130 : CLI_FAIL);

@@ -16,9 +16,11 @@ typedef struct setting {
     const char *key;
     kind k;
     size_t offset;
+    bool optional; /* added after runs were saved without it: missing keeps the default */
 } setting;
 
-#define F(key, k, field) {key, k, offsetof(ft_settings, field)}
+#define F(key, k, field) {key, k, offsetof(ft_settings, field), false}
+#define NEW(key, k, field) {key, k, offsetof(ft_settings, field), true}
 static const setting table[] = {
     F("model", K_STR, model),           F("data", K_STR, data),
     F("val", K_STR, val),               F("val_split", K_FLOAT, val_split),
@@ -38,14 +40,18 @@ static const setting table[] = {
     F("loss_chunk", K_INT, loss_chunk), F("loss_scale", K_FLOAT, loss_scale),
     F("eval_every", K_INT, eval_every), F("eval_windows", K_INT, eval_windows),
     F("checkpoint_every", K_INT, checkpoint_every),
+    NEW("method", K_STR, method),       NEW("beta", K_FLOAT, beta),
+    NEW("label_smoothing", K_FLOAT, label_smoothing), NEW("loss_type", K_STR, loss_type),
+    NEW("loss_scale_hysteresis", K_INT, loss_scale_hysteresis), NEW("min_loss_scale", K_FLOAT, min_loss_scale),
 };
 #undef F
+#undef NEW
 #define N_SETTINGS (sizeof table / sizeof table[0])
 
 void ft_settings_default(ft_settings *s) {
     memset(s, 0, sizeof *s);
     s->format = "auto", s->docs = "file", s->targets = "all", s->schedule = "cosine", s->optimizer = "adamw";
-    s->act_dtype = "f32";
+    s->act_dtype = "f32", s->method = "lora", s->loss_type = "sigmoid", s->beta = 0.1f;
     s->rank = 8, s->ctx = 256, s->batch = 4, s->accum = 1, s->warmup = -1, s->lr = 1e-3f, s->epochs = 0;
     s->eval_every = 0, s->checkpoint_every = 0, s->seed = 42, s->clip = 1.0f;
 }
@@ -73,6 +79,23 @@ static int pick(const char *what, const char *value, const char *const *names, i
     return -1;
 }
 
+/* --method: one row per training method; a new method is a new row. */
+typedef struct ft_method {
+    const char *name;
+    bool rslora;       /* scale alpha / sqrt(rank) */
+    int32_t objective; /* wisp_train_objective */
+    int32_t seqs_per_example; /* sequences a --batch example contributes to the micro-batch */
+} ft_method;
+
+static const ft_method methods[] = {
+    {"lora", false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"rslora", true, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"dpo", false, WISP_OBJECTIVE_DPO, 2}, /* a chosen and a rejected answer per pair */
+};
+#define N_METHODS (sizeof methods / sizeof methods[0])
+
+bool ft_method_is_dpo(const ft_settings *s) { return s->method && strcmp(s->method, "dpo") == 0; }
+
 bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
     static const char *const schedules[] = {"constant", "cosine", "linear", "1cycle"};
     static const char *const optimizers[] = {"adamw", "sgd"};
@@ -81,7 +104,18 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
     memset(c, 0, sizeof *c);
     int sched = pick("schedule", s->schedule, schedules, 4), opt = pick("optimizer", s->optimizer, optimizers, 2);
     int dt = pick("act-dtype", s->act_dtype, dtypes, 3);
-    if (sched < 0 || opt < 0 || dt < 0) return false;
+    const char *method_names[N_METHODS];
+    for (size_t i = 0; i < N_METHODS; i++) method_names[i] = methods[i].name;
+    static const char *const loss_types[] = {"sigmoid", "ipo"};
+    static const int32_t loss_ids[] = {WISP_DPO_SIGMOID, WISP_DPO_IPO};
+    int me = pick("method", s->method ? s->method : "lora", method_names, (int)N_METHODS);
+    int lt = pick("loss-type", s->loss_type ? s->loss_type : "sigmoid", loss_types, 2);
+    if (sched < 0 || opt < 0 || dt < 0 || me < 0 || lt < 0) return false;
+    const ft_method *m = &methods[me];
+    if (m->objective != WISP_OBJECTIVE_DPO && (s->label_smoothing != 0 || strcmp(s->loss_type, "sigmoid") != 0)) {
+        fprintf(stderr, "wisp finetune: --label-smoothing and --loss-type belong to --method dpo\n");
+        return false;
+    }
     c->targets = ft_parse_targets(s->targets);
     if (!c->targets) {
         fprintf(stderr, "wisp finetune: --targets '%s': use 'all' or a comma-separated list of attn_q, attn_k, attn_v, "
@@ -92,7 +126,15 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
         fprintf(stderr, "wisp finetune: --ctx, --batch, --accum and --rank must be positive\n");
         return false;
     }
-    c->seq_len = s->ctx, c->micro_batch = s->batch, c->rank = s->rank, c->alpha = s->alpha, c->rslora = s->rslora;
+    if (s->batch > 4096 / m->seqs_per_example) {
+        fprintf(stderr, "wisp finetune: --batch %d is too large\n", s->batch);
+        return false;
+    }
+    c->seq_len = s->ctx, c->micro_batch = s->batch * m->seqs_per_example, c->rank = s->rank, c->alpha = s->alpha;
+    c->rslora = s->rslora || m->rslora;
+    c->objective = m->objective, c->dpo_beta = s->beta, c->dpo_label_smoothing = s->label_smoothing;
+    c->dpo_loss = loss_ids[lt];
+    c->loss_scale_hysteresis = s->loss_scale_hysteresis, c->min_loss_scale = s->min_loss_scale;
     c->dropout = s->dropout, c->seed = s->seed, c->optimizer = opt, c->lr = s->lr, c->beta1 = s->beta1;
     c->beta2 = s->beta2, c->eps = s->eps, c->weight_decay = s->weight_decay, c->momentum = s->momentum;
     c->schedule = sched, c->warmup_steps = s->warmup < 0 ? 0 : s->warmup, c->total_steps = s->steps;
@@ -104,7 +146,8 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
 void ft_settings_from_resolved(ft_settings *s, const wisp_train_config *c) {
     s->alpha = c->alpha, s->lr = c->lr, s->beta1 = c->beta1, s->beta2 = c->beta2, s->eps = c->eps;
     s->momentum = c->momentum, s->loss_chunk = c->loss_chunk, s->loss_scale = c->loss_scale;
-    s->warmup = c->warmup_steps;
+    s->warmup = c->warmup_steps, s->beta = c->dpo_beta;
+    s->loss_scale_hysteresis = c->loss_scale_hysteresis, s->min_loss_scale = c->min_loss_scale;
 }
 
 static void *field_of(const ft_settings *s, const setting *t) { return (char *)(uintptr_t)s + t->offset; }
@@ -201,6 +244,7 @@ bool ft_settings_read(ft_settings *s, const char *path) {
             break;
         case K_BOOL: got = wisp_json_bool(&j, node, &b), *(bool *)p = b; break;
         }
+        if (!got && node < 0 && t->optional) continue; /* the default set before reading stays */
         if (!got) {
             fprintf(stderr, "wisp: %s: setting \"%s\" is missing or has the wrong type\n", path, t->key);
             ok = false;

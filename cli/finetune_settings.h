@@ -12,6 +12,10 @@
 
 typedef struct ft_settings {
     const char *model, *data, *val, *format, *docs, *targets, *schedule, *optimizer, *act_dtype;
+    const char *method, *loss_type; /* --method (lora, rslora, dpo); DPO's --loss-type (sigmoid, ipo) */
+    float beta, label_smoothing;    /* DPO */
+    float min_loss_scale;           /* F16: the floor of the dynamic loss scale */
+    int32_t loss_scale_hysteresis;  /* F16: overflows tolerated before the scale halves */
     float val_split, alpha, lr, clip, dropout, weight_decay, momentum, beta1, beta2, eps, min_lr_ratio, epochs;
     float loss_scale;
     int32_t rank, ctx, batch, accum, warmup, eval_every, eval_windows, checkpoint_every, loss_chunk;
@@ -22,6 +26,9 @@ typedef struct ft_settings {
 } ft_settings;
 
 void ft_settings_default(ft_settings *s);
+
+/* --method dpo: pairs of answers, trained with trl's DPO loss. */
+bool ft_method_is_dpo(const ft_settings *s);
 
 /* Names -> engine config; prints what is wrong and returns false. */
 bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c);

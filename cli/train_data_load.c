@@ -36,6 +36,19 @@ bool cli_data_load_chat(cli_data *c, const char *path, const wisp_tokenizer *tok
     memset(c, 0, sizeof *c);
     cli_file f;
     if (!cli_file_open(&f, path)) return false;
+    bool ok = cli_data_load_bytes(c, path, (const char *)f.data, f.size, tok, opt, chat);
+    cli_file_close(&f);
+    return ok;
+}
+
+bool cli_data_load_bytes(cli_data *c, const char *name, const char *bytes, size_t size, const wisp_tokenizer *tok,
+                         const wisp_data_options *opt, const wisp_data_chat *chat) {
+    memset(c, 0, sizeof *c);
+    struct {
+        const unsigned char *data;
+        size_t size;
+    } f = {(const unsigned char *)bytes, size};
+    const char *path = name;
     wisp_error err = {0};
     wisp_data_plan_info info;
     bool ok = chat ? !wisp_data_plan_chat(tok, (const char *)f.data, f.size, opt, chat, &info, &err)
@@ -67,7 +80,6 @@ bool cli_data_load_chat(cli_data *c, const char *path, const wisp_tokenizer *tok
         fprintf(stderr, "wisp: %s: %s\n", path, err.message);
         cli_data_free(c);
     }
-    cli_file_close(&f);
     return ok;
 }
 

@@ -5,6 +5,7 @@
 #define WISP_CLI_TRAIN_DATA_LOAD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "train_data.h"
 
@@ -26,6 +27,9 @@ bool cli_data_load(cli_data *c, const char *path, const wisp_tokenizer *tok, con
  * which is needed only during the call. */
 bool cli_data_load_chat(cli_data *c, const char *path, const wisp_tokenizer *tok, const wisp_data_options *opt,
                         const wisp_data_chat *chat);
+/* The same from bytes in memory; `name` stands for them in messages. */
+bool cli_data_load_bytes(cli_data *c, const char *name, const char *bytes, size_t size, const wisp_tokenizer *tok,
+                         const wisp_data_options *opt, const wisp_data_chat *chat);
 void cli_data_free(cli_data *c);
 
 #endif

@@ -29,24 +29,35 @@ void cli_log_free(cli_train_log *log) {
     memset(log, 0, sizeof *log);
 }
 
+/* The next comma-separated field of *line as a number; NaN when empty. */
+static double field(char **line, bool *present) {
+    char *f = strsep(line, ",");
+    *present = f != NULL;
+    if (!f || !*f || *f == '\n') return NAN;
+    return atof(f);
+}
+
 bool cli_log_read_csv(cli_train_log *log, const char *path) {
     FILE *f = fopen(path, "r");
     if (!f) return false;
     log->n = 0;
-    char line[512];
+    char buf[1024];
     bool header = true;
-    while (fgets(line, sizeof line, f)) {
+    while (fgets(buf, sizeof buf, f)) {
         if (header) {
             header = false;
             continue;
         }
         cli_log_row r;
-        char val[64] = "";
-        long long step;
-        int got = sscanf(line, "%lld,%lf,%lf,%lf,%lf,%63s", &step, &r.loss, &r.lr, &r.grad_norm, &r.tokens_per_s, val);
-        if (got < 5) continue;
-        r.step = step;
-        r.val_loss = got == 6 && val[0] ? atof(val) : NAN;
+        char *line = buf;
+        bool got[14];
+        double v[14];
+        for (int i = 0; i < 14; i++) v[i] = field(&line, &got[i]);
+        if (!got[4] || !isfinite(v[0])) continue;
+        r.step = (int64_t)v[0];
+        r.loss = v[1], r.lr = v[2], r.grad_norm = v[3], r.tokens_per_s = v[4], r.val_loss = v[5];
+        r.rewards = (cli_dpo_metrics){v[6], v[7], v[8], v[9]};
+        r.val_rewards = (cli_dpo_metrics){v[10], v[11], v[12], v[13]};
         cli_log_add(log, &r);
     }
     fclose(f);
@@ -95,11 +106,23 @@ static bool finish(text *t, const char *path) {
 
 bool cli_log_write_csv(const cli_train_log *log, const char *path) {
     text t = {0};
-    put(&t, "step,loss,lr,grad_norm,tokens_per_s,val_loss\n");
+    put(&t, "step,loss,lr,grad_norm,tokens_per_s,val_loss%s\n",
+        log->dpo ? ",rewards/chosen,rewards/rejected,rewards/accuracies,rewards/margins,eval_rewards/chosen,"
+                   "eval_rewards/rejected,eval_rewards/accuracies,eval_rewards/margins" : "");
     for (size_t i = 0; i < log->n; i++) {
         const cli_log_row *r = &log->rows[i];
         put(&t, "%lld,%.6f,%.6g,%.6g,%.1f,", (long long)r->step, r->loss, r->lr, r->grad_norm, r->tokens_per_s);
         if (isfinite(r->val_loss)) put(&t, "%.6f", r->val_loss);
+        if (log->dpo) {
+            const cli_dpo_metrics *m[2] = {&r->rewards, &r->val_rewards};
+            for (int k = 0; k < 2; k++) {
+                const double v[4] = {m[k]->chosen, m[k]->rejected, m[k]->accuracies, m[k]->margins};
+                for (int c = 0; c < 4; c++) {
+                    put(&t, ",");
+                    if (isfinite(v[c])) put(&t, "%.6f", v[c]);
+                }
+            }
+        }
         put(&t, "\n");
     }
     return finish(&t, path);

@@ -10,15 +10,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* DPO's reward statistics, named as trl logs them (rewards/chosen, ...). */
+typedef struct cli_dpo_metrics {
+    double chosen, rejected, accuracies, margins;
+} cli_dpo_metrics;
+
 typedef struct cli_log_row {
     int64_t step;
     double loss, lr, grad_norm, tokens_per_s;
     double val_loss; /* NaN when not evaluated */
+    cli_dpo_metrics rewards, val_rewards; /* DPO logs only; NaN when not measured */
 } cli_log_row;
 
+/* A DPO log (dpo set) adds the columns rewards/chosen, rewards/rejected,
+ * rewards/accuracies, rewards/margins and the same prefixed eval_. */
 typedef struct cli_train_log {
     cli_log_row *rows;
     size_t n, cap;
+    bool dpo;
 } cli_train_log;
 
 bool cli_log_add(cli_train_log *log, const cli_log_row *row);

@@ -1,6 +1,7 @@
 /* One optimizer step over the flat adapter: average the accumulated
  * gradients (and undo the loss scale), measure their global norm, skip the
- * step on overflow under F16 loss scaling, clip, and update with AdamW or
+ * step on overflow (moving the F16 loss scale as DeepSpeed does, with
+ * hysteresis and a floor: wisp_loss_scaler_update), clip, and update with AdamW or
  * SGD with momentum exactly as PyTorch writes them:
  *
  *   AdamW: p *= 1 - lr wd;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
@@ -60,6 +61,32 @@ static double squared_norm(const wisp_train *tr, float factor) {
     return total;
 }
 
+void wisp_loss_scaler_update(const wisp_train_config *c, wisp_loss_scaler *s, bool overflow) {
+    if (overflow) {
+        if (s->hysteresis_left <= 1) {
+            float half = s->scale / 2;
+            s->scale = half > c->min_loss_scale ? half : c->min_loss_scale;
+        } else {
+            s->hysteresis_left--; /* tolerated: the scale stays, and is not restored until it grows */
+        }
+        s->good_steps = 0;
+        return;
+    }
+    if (++s->good_steps >= c->loss_scale_window) {
+        if (s->scale < 16777216.0f) s->scale *= 2;
+        s->good_steps = 0;
+        s->hysteresis_left = c->loss_scale_hysteresis;
+    }
+}
+
+/* The engine's scaler through the update above (F16 storage only). */
+static void update_scale(wisp_train *tr, bool overflow) {
+    if (tr->cfg.act_type != WISP_TYPE_F16) return;
+    wisp_loss_scaler s = {tr->loss_scale, tr->good_steps, tr->hysteresis_left};
+    wisp_loss_scaler_update(&tr->cfg, &s, overflow);
+    tr->loss_scale = s.scale, tr->good_steps = s.good_steps, tr->hysteresis_left = s.hysteresis_left;
+}
+
 wisp_status wisp_train_apply_optimizer(wisp_train *tr, wisp_train_step_info *info, wisp_error *err) {
     const wisp_train_config *c = &tr->cfg;
     memset(info, 0, sizeof *info);
@@ -77,9 +104,11 @@ wisp_status wisp_train_apply_optimizer(wisp_train *tr, wisp_train_step_info *inf
          * scaling the retry uses a smaller scale; the caller decides how many
          * skips in a row mean the run cannot go on. */
         memset(tr->grad, 0, tr->n_params * sizeof(float));
-        if (scaling) tr->loss_scale = tr->loss_scale > 1 ? tr->loss_scale / 2 : 1;
-        tr->good_steps = 0;
+        update_scale(tr, true);
+        if (!scaling) tr->good_steps = 0;
+        tr->skipped_steps++;
         info->skipped = true;
+        info->skipped_steps = tr->skipped_steps;
         info->step = tr->step;
         info->loss_scale = tr->loss_scale;
         return WISP_OK;
@@ -96,10 +125,8 @@ wisp_status wisp_train_apply_optimizer(wisp_train *tr, wisp_train_step_info *inf
     if (c->optimizer == WISP_OPTIMIZER_ADAMW) wisp_train_parallel(tr, (int64_t)tr->n_params, adamw_range, &j);
     else wisp_train_parallel(tr, (int64_t)tr->n_params, sgd_range, &j);
     tr->step = t;
-    if (scaling && ++tr->good_steps >= c->loss_scale_window) {
-        if (tr->loss_scale < 16777216.0f) tr->loss_scale *= 2;
-        tr->good_steps = 0;
-    }
+    update_scale(tr, false);
+    info->skipped_steps = tr->skipped_steps;
     info->step = tr->step;
     info->loss_scale = tr->loss_scale;
     return WISP_OK;

@@ -78,6 +78,12 @@ typedef struct wisp_train {
     float *logits;   /* [loss_chunk][V] */
     double *tok_loss;/* [T] cross-entropy per target */
     float *rope;     /* [S][rope_dim] */
+    /* DPO only (else NULL): the gradient factor of each token row's
+     * cross-entropy, and per sequence its log-prob under the policy and the
+     * reference and its scored targets */
+    float *tok_weight;      /* [T] */
+    double *seq_logp, *seq_ref; /* [B] */
+    int32_t *seq_scored;    /* [B] */
     float *rope_swa; /* [S][rope_dim] of windowed layers with their own base (gemma3), else NULL */
     float *qraw, *kraw; /* [T][Q], [T][KV] q and k before their head norms (qwen3, gemma3), else NULL */
     float *po, *dpo; /* [T][D] a block's output before its post-norm and its gradient (gemma), else NULL */
@@ -92,11 +98,14 @@ typedef struct wisp_train {
     int32_t micro_in_accum;/* micro-steps since the last optimizer step */
     int32_t good_steps;    /* finite steps since the loss scale last changed */
     float loss_scale;
+    int32_t hysteresis_left; /* overflows the loss scale still tolerates before it halves */
+    int64_t skipped_steps;   /* optimizer steps skipped for a non-finite gradient, over the run */
 
     /* the micro-step being run */
     const int32_t *tokens; /* [n_seq][S + 1] */
     int32_t n_seq, T;
     bool dropout_on;
+    bool adapter_off;      /* the base alone: DPO's reference model, without a second copy of the weights */
 } wisp_train;
 
 /* ---- train_plan.c ---- */
@@ -108,8 +117,19 @@ void wisp_train_plan(const wisp_gguf *g, const wisp_hparams *hp, const wisp_conf
 /* Carve exactly what wisp_train_plan counted and initialise the adapter. */
 wisp_status wisp_train_carve(wisp_ctx *ctx, const wisp_gguf *g, wisp_arena *a, size_t act_row_bytes, wisp_error *err);
 
-/* ---- train_forward.c ---- */
 typedef enum train_pass { TRAIN_PASS_SAVE, TRAIN_PASS_EVAL, TRAIN_PASS_RECOMPUTE } train_pass;
+
+/* ---- train_step.c ---- */
+/* Check a batch and make it the current one (dropout on if asked and
+ * configured); *n_scored receives its scored targets. */
+wisp_status wisp_train_start(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *mask, int32_t n_seq, bool dropout,
+                             int32_t *n_scored, wisp_error *err);
+/* Every layer forward over the current batch, into tr->x. */
+void wisp_train_forward(wisp_train *tr, train_pass pass);
+/* Every layer backward from tr->dx, accumulating the adapter's gradients. */
+void wisp_train_backward(wisp_train *tr);
+
+/* ---- train_forward.c ---- */
 void wisp_train_views_of(wisp_train *tr, int32_t layer, train_views *v);
 /* Embeddings of the micro-step's tokens into layer 0's input view (scaled
  * as the family says). */
@@ -129,10 +149,13 @@ void wisp_train_load_layer(wisp_train *tr, int32_t layer, const train_views *v);
 void wisp_train_backward_layer(wisp_train *tr, int32_t layer, const train_views *v);
 
 /* ---- train_loss.c ---- */
-/* Cross-entropy of the final layer output tr->x; with `backward`, also
- * writes the gradient of loss_scale x mean loss w.r.t. tr->x into tr->dx.
- * Returns the mean loss over n_scored targets (0 when none). */
-double wisp_train_loss_head(wisp_train *tr, const uint8_t *mask, int32_t n_scored, bool backward);
+/* Cross-entropy of the final layer output tr->x, per target in tr->tok_loss;
+ * with `backward`, also writes into tr->dx the gradient w.r.t. tr->x of
+ * sum_t weight[t] x loss_t, weight NULL meaning loss_scale / n_scored for
+ * every target (loss_scale x the mean loss). Returns the mean loss over
+ * n_scored targets (0 when none). */
+double wisp_train_loss_head(wisp_train *tr, const uint8_t *mask, int32_t n_scored, bool backward,
+                            const float *weight);
 
 /* ---- train_lora.c ---- */
 /* y += scale * B (A drop(x)), keeping h = A drop(x) in `h` (y NULL: only h). */
@@ -175,6 +198,15 @@ void wisp_train_from_heads(const wisp_train *tr, const float *heads, float *tok)
 /* Element conversions between F32 and the saved type. */
 void wisp_train_save_rows(const wisp_train *tr, void *dst, const float *src, size_t n);
 void wisp_train_load_rows(const wisp_train *tr, float *dst, const void *src, size_t n);
+
+/* ---- train_dpo.c ---- */
+/* One pair's DPO loss and its derivatives w.r.t. the policy's log-probs
+ * (already averaged per token for IPO). */
+typedef struct wisp_dpo_pair_terms {
+    double loss, d_chosen, d_rejected, reward_chosen, reward_rejected;
+} wisp_dpo_pair_terms;
+wisp_dpo_pair_terms wisp_dpo_pair(const wisp_train_config *c, double pi_chosen, double pi_rejected, double ref_chosen,
+                                  double ref_rejected);
 
 /* ---- optimizer.c ---- */
 wisp_status wisp_train_apply_optimizer(wisp_train *tr, wisp_train_step_info *info, wisp_error *err);

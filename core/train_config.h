@@ -21,6 +21,17 @@ typedef enum wisp_schedule_kind {
     WISP_SCHEDULE_ONECYCLE  /* PyTorch OneCycleLR, cosine: lr/25 up to lr over the warmup, then down to lr/25e4 */
 } wisp_schedule_kind;
 
+/* What a micro-step minimises. */
+typedef enum wisp_train_objective {
+    WISP_OBJECTIVE_CAUSAL_LM, /* mean cross-entropy of the scored next tokens (wisp_train_micro_step) */
+    WISP_OBJECTIVE_DPO        /* trl's DPO on (chosen, rejected) pairs (wisp_train_dpo_micro_step, train_dpo.c) */
+} wisp_train_objective;
+
+typedef enum wisp_dpo_loss_kind {
+    WISP_DPO_SIGMOID, /* -(1-e) log sigmoid(beta d) - e log sigmoid(-beta d), d on summed log-probs */
+    WISP_DPO_IPO      /* (d - 1/(2 beta))^2, d on per-token averaged log-probs (trl's "ipo") */
+} wisp_dpo_loss_kind;
+
 #define WISP_TARGETS_ALL 0x7fu /* every projection: 1u << WISP_PROJ_Q | ... | 1u << WISP_PROJ_DOWN */
 
 typedef struct wisp_train_config {
@@ -34,6 +45,12 @@ typedef struct wisp_train_config {
     bool checkpointing;   /* keep only each layer's input and recompute the rest during the backward pass */
     int32_t loss_chunk;   /* tokens whose logits exist at once; 0: as many as fit 16 MiB of logits */
     int32_t backward_tile;/* floats per worker for weight tiles dequantized in the backward pass; 0: 32768 */
+
+    /* ---- objective ---- */
+    int32_t objective;    /* wisp_train_objective; DPO plans per-token weights and needs an even micro_batch */
+    float dpo_beta;       /* DPO: 0: 0.1 (trl's default) */
+    float dpo_label_smoothing; /* DPO sigmoid: in [0, 0.5) (cDPO); must be 0 for IPO */
+    int32_t dpo_loss;     /* wisp_dpo_loss_kind */
 
     /* ---- LoRA ---- */
     float alpha;          /* 0: 2 x rank */
@@ -56,7 +73,23 @@ typedef struct wisp_train_config {
     /* ---- F16 storage: dynamic loss scaling ---- */
     float loss_scale;     /* initial scale for act_type F16; 0: 65536 (always 1 otherwise) */
     int32_t loss_scale_window; /* good steps before the scale doubles; 0: 1000 */
+    int32_t loss_scale_hysteresis; /* overflows tolerated before the scale halves (DeepSpeed's hysteresis); 0: 2 */
+    float min_loss_scale;          /* the scale never halves below this (DeepSpeed's min_loss_scale); 0: 1 */
 } wisp_train_config;
+
+/* The dynamic loss scale's state, and its policy (DeepSpeed's
+ * DynamicLossScaler with consecutive_hysteresis off, README "Mixed precision"):
+ *  - overflow: the step is skipped; if hysteresis_left is 1 the scale halves
+ *    (not below min_loss_scale), else hysteresis_left drops by one; the run
+ *    of good steps restarts;
+ *  - good step: after loss_scale_window good steps in a row the scale
+ *    doubles (at most 2^24) and hysteresis_left is restored. */
+typedef struct wisp_loss_scaler {
+    float scale;
+    int32_t good_steps;      /* good steps since the last overflow or doubling */
+    int32_t hysteresis_left; /* overflows still tolerated at this scale */
+} wisp_loss_scaler;
+void wisp_loss_scaler_update(const struct wisp_train_config *c, wisp_loss_scaler *s, bool overflow);
 
 /* Facts of one optimizer step, for logs and progress lines. */
 typedef struct wisp_train_step_info {
@@ -65,6 +98,7 @@ typedef struct wisp_train_step_info {
     float grad_norm;      /* global L2 norm of the averaged gradient, before clipping */
     float loss_scale;     /* the dynamic loss scale now (1 unless act_type is F16) */
     bool clipped;         /* the gradient was scaled down to clip_norm */
+    int64_t skipped_steps;/* steps skipped so far over the run (resumes included) */
     bool skipped;         /* the gradient was not finite (an F16 overflow under loss scaling, or NaN/Inf from
                              the model or data): nothing was updated, the step does not count */
 } wisp_train_step_info;

@@ -5,7 +5,9 @@
  * chunk x V floats, not T x V.
  *
  * Per target: loss = lse(z) - z[target], d z = (softmax(z) - onehot) g with
- * g = loss_scale / n_scored (the gradient of the mean over scored targets).
+ * g = loss_scale / n_scored (the gradient of the mean over scored targets),
+ * or a weight per target given by the caller (DPO: the derivative of its
+ * loss w.r.t. the sequence's log-prob, which is minus the cross-entropy).
  * The log-sum-exp is taken in double, as `wisp perplexity` does, so both
  * report the same loss for the same logits. */
 #include <math.h>
@@ -17,6 +19,7 @@
 typedef struct head_job {
     wisp_train *tr;
     const uint8_t *mask;
+    const float *weight; /* per token row, or NULL: g for all */
     int32_t c0;
     float g;
     bool backward;
@@ -49,23 +52,25 @@ static void ce_rows(void *arg, int64_t lo, int64_t hi) {
         double lse = log(sum) + m;
         tr->tok_loss[t] = lse - z[target];
         if (!j->backward) continue;
+        float g = j->weight ? j->weight[t] : j->g;
         float cap = tr->model->hp.final_softcap;
         if (cap > 0) { /* z = cap tanh(raw / cap): d raw = d z (1 - (z / cap)^2) */
             for (int32_t k = 0; k < tr->V; k++) {
-                float c = z[k] / cap, dz = j->g * (float)exp((double)z[k] - lse) - (k == target ? j->g : 0.0f);
+                float c = z[k] / cap, dz = g * (float)exp((double)z[k] - lse) - (k == target ? g : 0.0f);
                 z[k] = dz * (1.0f - c * c);
             }
             continue;
         }
-        for (int32_t k = 0; k < tr->V; k++) z[k] = j->g * (float)exp((double)z[k] - lse);
-        z[target] -= j->g;
+        for (int32_t k = 0; k < tr->V; k++) z[k] = g * (float)exp((double)z[k] - lse);
+        z[target] -= g;
     }
 }
 
-double wisp_train_loss_head(wisp_train *tr, const uint8_t *mask, int32_t n_scored, bool backward) {
+double wisp_train_loss_head(wisp_train *tr, const uint8_t *mask, int32_t n_scored, bool backward,
+                            const float *weight) {
     const wisp_model *m = tr->model;
     int32_t D = tr->D;
-    head_job j = {tr, mask, 0, n_scored ? tr->loss_scale / (float)n_scored : 0.0f, backward};
+    head_job j = {tr, mask, weight, 0, n_scored ? tr->loss_scale / (float)n_scored : 0.0f, backward};
     for (int32_t c0 = 0; c0 < tr->T; c0 += tr->loss_chunk) {
         int32_t n = tr->T - c0 < tr->loss_chunk ? tr->T - c0 : tr->loss_chunk, any = 0;
         for (int32_t t = c0; t < c0 + n; t++) any |= scored(tr, mask, t);

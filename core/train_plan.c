@@ -62,6 +62,22 @@ wisp_status wisp_train_resolve(const wisp_hparams *hp, wisp_config *cfg, wisp_er
     if (!(c->loss_scale >= 1 && isfinite(c->loss_scale))) return bad(err, "loss_scale must be >= 1");
     if (c->loss_scale_window == 0) c->loss_scale_window = 1000;
     if (c->loss_scale_window < 1) return bad(err, "loss_scale_window must be positive");
+    if (c->loss_scale_hysteresis == 0) c->loss_scale_hysteresis = 2;
+    if (c->loss_scale_hysteresis < 1) return bad(err, "loss_scale_hysteresis must be positive");
+    if (c->min_loss_scale == 0) c->min_loss_scale = 1;
+    if (!(c->min_loss_scale >= 1 && c->min_loss_scale <= c->loss_scale))
+        return bad(err, "min_loss_scale must be in [1, loss_scale]");
+    if (c->objective != WISP_OBJECTIVE_CAUSAL_LM && c->objective != WISP_OBJECTIVE_DPO) return bad(err, "unknown objective");
+    if (c->objective == WISP_OBJECTIVE_DPO) {
+        if (c->micro_batch % 2) return bad(err, "DPO needs an even micro_batch (a chosen and a rejected sequence per pair)");
+        if (c->dpo_beta == 0) c->dpo_beta = 0.1f;
+        if (!(c->dpo_beta > 0 && isfinite(c->dpo_beta))) return bad(err, "DPO beta must be positive");
+        if (c->dpo_loss != WISP_DPO_SIGMOID && c->dpo_loss != WISP_DPO_IPO) return bad(err, "unknown DPO loss type");
+        if (!(c->dpo_label_smoothing >= 0 && c->dpo_label_smoothing < 0.5f))
+            return bad(err, "DPO label smoothing must be in [0, 0.5)");
+        if (c->dpo_loss == WISP_DPO_IPO && c->dpo_label_smoothing != 0)
+            return bad(err, "label smoothing applies to the sigmoid DPO loss, not to IPO");
+    }
     /* the trained adapter can be attached for generation in the same context */
     if (cfg->max_adapters < 1) cfg->max_adapters = 1;
     if (cfg->max_lora_rank < c->rank) cfg->max_lora_rank = c->rank;
@@ -205,6 +221,13 @@ static void layout(carver *c, const wisp_gguf *g, const wisp_hparams *hp, const 
     w.logits = take(c, (size_t)tc->loss_chunk * (size_t)hp->n_vocab, f, P);
     w.tok_loss = take(c, T, sizeof(double), P);
     w.rope = take(c, (size_t)tc->seq_len * (size_t)hp->rope_dim, f, P);
+    if (tc->objective == WISP_OBJECTIVE_DPO) {
+        size_t B = (size_t)tc->micro_batch;
+        w.tok_weight = take(c, T, f, P);
+        w.seq_logp = take(c, B, sizeof(double), P);
+        w.seq_ref = take(c, B, sizeof(double), P);
+        w.seq_scored = take(c, B, sizeof(int32_t), P);
+    }
     const wisp_arch_row *row = wisp_hparams_row(hp);
     if (row->rope_base_swa) w.rope_swa = take(c, (size_t)tc->seq_len * (size_t)hp->rope_dim, f, P);
     if (row->required & WISP_LT(Q_NORM)) {
@@ -277,6 +300,7 @@ wisp_status wisp_train_carve(wisp_ctx *ctx, const wisp_gguf *g, wisp_arena *a, s
     tr->act_elem = tc->act_type == WISP_TYPE_F32 ? 4 : 2;
     tr->scale = tc->rslora ? tc->alpha / sqrtf((float)tc->rank) : tc->alpha / (float)tc->rank;
     tr->loss_scale = tc->act_type == WISP_TYPE_F16 ? tc->loss_scale : 1.0f;
+    tr->hysteresis_left = tc->loss_scale_hysteresis;
     const wisp_rope_spec rope = wisp_rope_spec_of(&ctx->model, cfg->n_ctx, false);
     wisp_rope_table(tr->rope, 0, tr->S, &rope);
     if (tr->rope_swa) {

@@ -32,7 +32,7 @@ static wisp_status begin_batch(wisp_train *tr, const int32_t *tokens, const uint
     return WISP_OK;
 }
 
-static void forward(wisp_train *tr, train_pass pass) {
+void wisp_train_forward(wisp_train *tr, train_pass pass) {
     wisp_train_embed(tr);
     for (int32_t l = 0; l < tr->L; l++) {
         train_views v;
@@ -41,8 +41,7 @@ static void forward(wisp_train *tr, train_pass pass) {
     }
 }
 
-/* A training context with this batch as the current one. */
-static wisp_status start(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *mask, int32_t n_seq, bool dropout,
+wisp_status wisp_train_start(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *mask, int32_t n_seq, bool dropout,
                          int32_t *n_scored, wisp_error *err) {
     wisp_status s = need_train(ctx, err);
     if (s) return s;
@@ -51,20 +50,24 @@ static wisp_status start(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *ma
     return WISP_OK;
 }
 
-wisp_status wisp_train_micro_step(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
-                                  double *loss, int32_t *n_scored, wisp_error *err) {
-    int32_t n = 0;
-    wisp_status s = start(ctx, tokens, loss_mask, n_seq, true, &n, err);
-    if (s) return s;
-    wisp_train *tr = ctx->train;
-    forward(tr, TRAIN_PASS_SAVE);
-    double mean = wisp_train_loss_head(tr, loss_mask, n, n > 0);
-    for (int32_t l = tr->L - 1; n > 0 && l >= tr->lowest_layer; l--) {
+void wisp_train_backward(wisp_train *tr) {
+    for (int32_t l = tr->L - 1; l >= tr->lowest_layer; l--) {
         train_views v;
         wisp_train_views_of(tr, l, &v);
         wisp_train_load_layer(tr, l, &v);
         wisp_train_backward_layer(tr, l, &v);
     }
+}
+
+wisp_status wisp_train_micro_step(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
+                                  double *loss, int32_t *n_scored, wisp_error *err) {
+    int32_t n = 0;
+    wisp_status s = wisp_train_start(ctx, tokens, loss_mask, n_seq, true, &n, err);
+    if (s) return s;
+    wisp_train *tr = ctx->train;
+    wisp_train_forward(tr, TRAIN_PASS_SAVE);
+    double mean = wisp_train_loss_head(tr, loss_mask, n, n > 0, NULL);
+    if (n > 0) wisp_train_backward(tr);
     tr->micro_total++;
     tr->micro_in_accum++;
     if (loss) *loss = mean;
@@ -75,11 +78,11 @@ wisp_status wisp_train_micro_step(wisp_ctx *ctx, const int32_t *tokens, const ui
 wisp_status wisp_train_eval(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
                             double *loss, int32_t *n_scored, wisp_error *err) {
     int32_t n = 0;
-    wisp_status s = start(ctx, tokens, loss_mask, n_seq, false, &n, err);
+    wisp_status s = wisp_train_start(ctx, tokens, loss_mask, n_seq, false, &n, err);
     if (s) return s;
     wisp_train *tr = ctx->train;
-    forward(tr, TRAIN_PASS_EVAL);
-    double mean = wisp_train_loss_head(tr, loss_mask, n, false);
+    wisp_train_forward(tr, TRAIN_PASS_EVAL);
+    double mean = wisp_train_loss_head(tr, loss_mask, n, false, NULL);
     if (loss) *loss = mean;
     if (n_scored) *n_scored = n;
     return WISP_OK;

@@ -183,6 +183,38 @@ wisp_status wisp_train_optimizer_step(wisp_ctx *ctx, wisp_train_step_info *info,
 wisp_status wisp_train_eval(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
                             double *loss, int32_t *n_scored, wisp_error *err);
 
+/* ---- preference tuning: DPO (cfg.train.objective = WISP_OBJECTIVE_DPO) ----
+ * trl's DPOTrainer loss on pairs of answers to one prompt. `tokens` holds
+ * n_pairs chosen windows, then n_pairs rejected windows (2 x n_pairs <=
+ * micro_batch), laid out and masked as for wisp_train_micro_step: the mask
+ * marks the completion's targets. Per sequence, logp = the sum of its scored
+ * targets' log-probs (their mean for IPO), under the policy (base + adapter)
+ * and the reference (the same base with the adapter left out):
+ *   d = (logp_c - ref_c) - (logp_r - ref_r)
+ *   sigmoid: -(1 - e) log sigmoid(beta d) - e log sigmoid(-beta d)
+ *   ipo:     (d - 1 / (2 beta))^2
+ * averaged over the pairs. `ref_logps` ([2 x n_pairs] summed log-probs in the
+ * same order, from wisp_train_sequence_logps with the adapter off) may be
+ * NULL: the reference is then computed in the call, one more forward pass. */
+typedef struct wisp_dpo_result {
+    int32_t n_pairs;
+    double loss;                 /* mean over the pairs */
+    double rewards_chosen;       /* mean of beta (logp_c - ref_c) (trl: rewards/chosen) */
+    double rewards_rejected;     /* mean of beta (logp_r - ref_r) (rewards/rejected) */
+    double rewards_accuracies;   /* fraction of pairs whose chosen reward exceeds the rejected one */
+    double rewards_margins;      /* mean of the chosen minus the rejected reward */
+    double logps_chosen, logps_rejected; /* means of the policy's logp (trl: logps/chosen, logps/rejected) */
+} wisp_dpo_result;
+wisp_status wisp_train_dpo_micro_step(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_pairs,
+                                      const double *ref_logps, wisp_dpo_result *out, wisp_error *err);
+/* The same without dropout, gradients or any change to the state. */
+wisp_status wisp_train_dpo_eval(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_pairs,
+                                const double *ref_logps, wisp_dpo_result *out, wisp_error *err);
+/* Summed log-probs of each sequence's scored targets (n_seq <= micro_batch),
+ * with the trained adapter or without it (the reference); n_scored may be NULL. */
+wisp_status wisp_train_sequence_logps(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
+                                      bool with_adapter, double *logps, int32_t *n_scored, wisp_error *err);
+
 /* The trainable adapter as a wisp_lora (F32, PEFT orientation, in the arena;
  * valid for the context's life), and its accumulated gradients in the same
  * form (dA in `a`, dB in `b`; multiplied by the loss scale when act_type is

@@ -199,6 +199,11 @@ EOF
         fuzz_json_schema)
             seed "$name" "$seeds"/schemas/*
             opts+=(-max_len=16384 -dict="$PWD/tests/fuzz/json.dict") ;;
+        fuzz_preference_pairs)
+            printf '%s\n' '{"prompt": "Q: Who?\nA:", "chosen": " Romeo \"the\" \u00e9", "rejected": " Juliet."}' '' \
+                '{"prompt": "", "chosen": "a", "rejected": "b"}' > "$c/min-pairs"
+            printf '%s\n' '{"prompt": "x", "chosen": [{"role": "assistant", "content": "y"}], "rejected": "z"}' > "$c/min-conversational"
+            opts+=(-max_len=8192 -dict="$PWD/tests/fuzz/json.dict") ;;
         fuzz_train_state)
             export WISP_FUZZ_BASES="$base_tiny"
             seed "$name" "$seeds"/state-*

@@ -181,9 +181,10 @@ static int llama2c_tok(const unsigned char *b, size_t n) {
 
 /* checkpoint.bin: "WISPCKP1", i64 epoch, i32 pos, i64 tokens, f64 seconds, then the
  * engine's state: "WISPTRS1", u32 version, u32 header bytes, 9 x u32, u64 n_params,
- * u64 seed, i64 step, i64 micro_total, i32 good_steps, f32 loss_scale, arrays. */
+ * u64 seed, i64 step, i64 micro_total, i32 good_steps, f32 loss_scale, i32 hysteresis_left,
+ * i64 skipped_steps, arrays. */
 static int checkpoint(const unsigned char *b, size_t n) {
-    const size_t head = 36, state_header = 92;
+    const size_t head = 36, state_header = 104;
     if (n < head + state_header || memcmp(b, "WISPCKP1", 8) != 0) {
         fprintf(stderr, "file_boundaries: not a wisp finetune checkpoint\n");
         return 1;
@@ -204,6 +205,8 @@ static int checkpoint(const unsigned char *b, size_t n) {
     at(s + 84, "state.micro_total", -1, NULL);
     at(s + 88, "state.good_steps", -1, NULL);
     at(s + 92, "state.loss_scale", -1, NULL);
+    at(s + 96, "state.hysteresis_left", -1, NULL);
+    at(s + 104, "state.skipped_steps", -1, NULL);
     for (size_t k = 0; s + state_header + k * n_params * 4 < n; k++)
         at(s + state_header + k * (size_t)n_params * 4, "state.array", (long)k, "start");
     return 0;

@@ -93,8 +93,9 @@ static unsigned char *save_state(wisp_ctx *ctx, size_t *n) {
 }
 
 /* Offsets in a training state (core/train_state.c): i64 micro_total at 76,
- * i32 good_steps at 84, f32 loss_scale at 88, the arrays from 92. */
-enum { STATE_MICRO_TOTAL = 76, STATE_LOSS_SCALE = 88, STATE_ARRAYS = 92 };
+ * i32 good_steps at 84, f32 loss_scale at 88, i32 hysteresis_left at 92,
+ * i64 skipped_steps at 96, the arrays from 104. */
+enum { STATE_MICRO_TOTAL = 76, STATE_LOSS_SCALE = 88, STATE_ARRAYS = 104 };
 
 /* Two states alike but for the counters a skipped step may move: the
  * micro-step count (its batch still counts for the dropout stream, so a
@@ -108,6 +109,7 @@ static void training(int act_type) {
     if (!path) return;
     wisp_config cfg = train_config(16, 4, 1);
     cfg.train.act_type = act_type;
+    cfg.train.loss_scale_hysteresis = 1; /* every overflow halves the scale (DeepSpeed's default 2 would wait one) */
     train_env e = {0};
     REQUIRE(train_open(&e, path, &cfg), "open");
     const char *label = act_type == WISP_TYPE_F16 ? "F16 activations" : "F32 activations";

@@ -220,9 +220,10 @@ static void check_optimizers(const char *path) {
     }
     CHECK(worst < 1e-4, "2 identical micro-steps move the adapter %.3g (relative) away from 1", worst);
 
-    /* F16 storage: an overflowing gradient skips the step and halves the loss scale */
+    /* F16 storage: an overflowing gradient skips the step and (hysteresis 1) halves the loss scale */
     cfg.train.act_type = WISP_TYPE_F16;
     cfg.train.loss_scale = 1024;
+    cfg.train.loss_scale_hysteresis = 1;
     step_result o;
     REQUIRE(one_step(path, &cfg, 1, true, &o), "overflowing step");
     CHECK(o.info.skipped && o.info.loss_scale == 512 && o.info.step == 0, "skipped %d, scale %g, step %lld",
