@@ -95,49 +95,76 @@ static void scratch_layout(wisp_layout *lay, const wisp_hparams *hp, const wisp_
         s->attn_kv = wisp_layout_take(lay, nth * 2 * WISP_ATTN_BLOCK * (size_t)hp->head_dim, f, P);
 }
 
-/* Everything a context holds, in carving order, from the one function that
- * both measures it (lay->arena NULL: into lay's per-part counts; the model
- * and tokenizer are then stand-ins holding only what sizes depend on) and
- * carves it (sets *out to the context, whose struct is the first piece).
- * `cfg` is resolved. Only the LoRA adapter tables still come from a separate
- * plan/carve pair, lora_apply.c's. */
-static wisp_status layout(wisp_layout *lay, const wisp_gguf *g, const wisp_config *cfg, wisp_ctx **out,
-                          wisp_error *err) {
-    wisp_status s;
-    wisp_ctx *ctx = wisp_layout_take(lay, 1, sizeof(wisp_ctx), WISP_PART_CONTEXT);
-    if (lay->arena && !ctx) return wisp_fail(err, WISP_ERR_INTERNAL, "no room for the context in the planned arena");
-    wisp_model model_standin;
-    wisp_tokenizer tok_standin;
-    wisp_model *m = ctx ? &ctx->model : &model_standin;
-    wisp_tokenizer *tok = ctx ? &ctx->tok : &tok_standin;
-    if (ctx) ctx->cfg = *cfg;
-    const wisp_config *c = ctx ? &ctx->cfg : cfg;
+/* Where measuring fills the structs that carving fills in the context. Each
+ * is needed for one part only, in turn, so they share their bytes: a
+ * firmware's stack is 8 KiB. */
+typedef union standin {
+    wisp_model model;
+    wisp_tokenizer tok;
+    wisp_scratch s;
+} standin;
 
-    if ((s = wisp_model_layout(m, g, lay, err))) return s;
-    if ((s = wisp_tokenizer_layout(tok, g, lay, err))) return s;
-    const wisp_hparams *hp = &m->hp;
+static wisp_status model_part(wisp_layout *lay, const wisp_gguf *g, wisp_ctx *ctx, standin *in, wisp_error *err) {
+    return wisp_model_layout(ctx ? &ctx->model : &in->model, g, lay, err);
+}
+
+/* Also gives the rounded bytes of the text scratch the tokenizer needs. */
+static wisp_status tokenizer_part(wisp_layout *lay, const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *c,
+                                  wisp_ctx *ctx, standin *in, size_t *text_bytes, wisp_error *err) {
+    wisp_tokenizer *tok = ctx ? &ctx->tok : &in->tok;
+    wisp_status s = wisp_tokenizer_layout(tok, g, lay, err);
+    if (s) return s;
     if (ctx && wisp_tokenizer_n_vocab(tok) > hp->n_vocab)
         return wisp_fail(err, WISP_ERR_SHAPE, "the tokenizer has %d tokens but token_embd.weight only %d rows",
                          wisp_tokenizer_n_vocab(tok), hp->n_vocab);
+    *text_bytes = wisp_arena_round(wisp_tokenizer_scratch_bytes(tok, c->max_text_bytes));
+    return WISP_OK;
+}
 
+static void packed_part(wisp_layout *lay, const wisp_gguf *g, const wisp_config *c, wisp_ctx *ctx, standin *in) {
+    const wisp_kernels *k = packing_kernels(c);
+    if (ctx) {
+        wisp_packed_weights_layout(lay, &ctx->model, k, &ctx->exec, c->weight_packed, c->weight_packed_user);
+        return;
+    }
+    if (!k) return;
+    wisp_layout table = {.arena = NULL}; /* the model is read again; its table was measured in model_part */
+    wisp_model_layout(&in->model, g, &table, NULL);
+    wisp_packed_weights_layout(lay, &in->model, k, NULL, NULL, NULL);
+}
+
+/* Everything a context holds, in carving order, from the one function that
+ * both measures it (lay->arena NULL: into lay's per-part counts) and carves
+ * it (sets *out to the context, whose struct is the first piece). `hp` and
+ * `cfg` are the plan's (read from g, resolved). Only the LoRA adapter tables
+ * still come from a separate plan/carve pair, lora_apply.c's. */
+static wisp_status layout(wisp_layout *lay, const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg,
+                          wisp_ctx **out, wisp_error *err) {
+    wisp_status s;
+    wisp_ctx *ctx = wisp_layout_take(lay, 1, sizeof(wisp_ctx), WISP_PART_CONTEXT);
+    if (lay->arena && !ctx) return wisp_fail(err, WISP_ERR_INTERNAL, "no room for the context in the planned arena");
+    if (ctx) ctx->cfg = *cfg;
+    const wisp_config *c = ctx ? &ctx->cfg : cfg;
+    standin in;
+
+    if ((s = model_part(lay, g, ctx, &in, err))) return s;
+    size_t text_bytes = 0;
+    if ((s = tokenizer_part(lay, g, hp, c, ctx, &in, &text_bytes, err))) return s;
     size_t kv_elem = c->kv_type == WISP_TYPE_F16 ? 2 : 4;
     void *k_cache = wisp_layout_take(lay, kv_elems(hp, c), kv_elem, WISP_PART_KV_CACHE);
     void *v_cache = wisp_layout_take(lay, kv_elems(hp, c), kv_elem, WISP_PART_KV_CACHE);
-    wisp_scratch scratch;
-    scratch_layout(lay, hp, c, &scratch);
+    scratch_layout(lay, hp, c, ctx ? &ctx->s : &in.s);
     size_t act_row = act_row_max(g);
     void *act = wisp_layout_take(lay, (size_t)c->n_batch, act_row, WISP_PART_SCRATCH);
     size_t n_logits = (size_t)(c->logits_all ? c->n_batch : 1) * (size_t)hp->n_vocab;
     void *logits = wisp_layout_take(lay, n_logits, sizeof(float), WISP_PART_LOGITS);
     void *candidates = wisp_layout_take(lay, wisp_sampler_scratch_bytes(hp->n_vocab), 1, WISP_PART_SAMPLER);
-    size_t text_bytes = wisp_arena_round(wisp_tokenizer_scratch_bytes(tok, c->max_text_bytes));
     void *text = wisp_layout_take(lay, text_bytes, 1, WISP_PART_TEXT);
     if (ctx) {
         ctx->q_dim = hp->n_heads * hp->head_dim;
         ctx->kv_dim = hp->n_kv_heads * hp->head_dim;
         ctx->kv_elem_bytes = kv_elem;
         ctx->k_cache = k_cache, ctx->v_cache = v_cache;
-        ctx->s = scratch;
         wisp_exec_setup(&ctx->exec, c->kernels, &c->threads);
         ctx->exec.act = (uint8_t *)act;
         ctx->exec.act_bytes = wisp_bytes_of((size_t)c->n_batch, act_row);
@@ -151,8 +178,7 @@ static wisp_status layout(wisp_layout *lay, const wisp_gguf *g, const wisp_confi
         wisp_layout_take(lay, adapters, 1, WISP_PART_ADAPTERS);
     }
     if ((s = wisp_train_layout(lay, ctx, g, hp, c, act_row, err))) return s;
-    wisp_packed_weights_layout(lay, m, packing_kernels(c), ctx ? &ctx->exec : NULL, c->weight_packed,
-                               c->weight_packed_user);
+    packed_part(lay, g, c, ctx, &in);
     if (out) *out = ctx;
     return WISP_OK;
 }
@@ -163,7 +189,7 @@ wisp_status wisp_plan(const wisp_gguf *g, const wisp_config *cfg, wisp_memory_pl
     if ((s = wisp_hparams_read(g, &plan->hp, err))) return s;
     if ((s = resolve_config(&plan->hp, cfg, &plan->cfg, err))) return s;
     wisp_layout lay = {.arena = NULL};
-    if ((s = layout(&lay, g, &plan->cfg, NULL, err))) return s;
+    if ((s = layout(&lay, g, &plan->hp, &plan->cfg, NULL, err))) return s;
     memcpy(plan->part, lay.part_bytes, sizeof plan->part);
     plan->total = lay.bytes;
 
@@ -198,7 +224,7 @@ wisp_status wisp_init(wisp_ctx **out, const wisp_gguf *g, const wisp_config *cfg
     wisp_arena_init(&a, mem, size);
     wisp_layout lay = {.arena = &a};
     wisp_ctx *ctx;
-    if ((s = layout(&lay, g, &plan.cfg, &ctx, err))) return s;
+    if ((s = layout(&lay, g, &plan.hp, &plan.cfg, &ctx, err))) return s;
 
     /* The one layout makes plan and carve agree by construction; the check
      * stays for what it does not cover (lora_apply.c's own plan/carve pair). */

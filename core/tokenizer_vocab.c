@@ -404,7 +404,7 @@ static bool name_mentions_phi3(const tk_meta *m) {
     return false;
 }
 
-static void *carve(wisp_layout *lay, size_t bytes) { return wisp_layout_take(lay, bytes, 1, WISP_PART_TOKENIZER); }
+static void *take(wisp_layout *lay, size_t bytes) { return wisp_layout_take(lay, bytes, 1, WISP_PART_TOKENIZER); }
 
 /* Measure (lay->arena NULL: fills only what plans need, the kind and the
  * special-token count) or carve and initialise; both walk the same steps so
@@ -426,15 +426,15 @@ wisp_status wisp_tokenizer_layout(wisp_tokenizer *tok, const wisp_gguf *g, wisp_
 
     uint32_t hash_cap = pow2_at_least((uint64_t)m.n_vocab + m.n_vocab / 2);
     uint32_t merge_cap = m.kind == WISP_VOCAB_BPE ? pow2_at_least((uint64_t)m.n_merges + m.n_merges / 2) : 0;
-    uint32_t *tok_off = carve(lay, (size_t)m.n_vocab * 4);
-    uint32_t *hash = carve(lay, (size_t)hash_cap * 4);
+    uint32_t *tok_off = take(lay, (size_t)m.n_vocab * 4);
+    uint32_t *hash = take(lay, (size_t)hash_cap * 4);
     int32_t *merges = NULL;
     uint32_t *merge_hash = NULL;
     if (m.kind == WISP_VOCAB_BPE) {
-        if (m.n_merges) merges = carve(lay, (size_t)m.n_merges * 12);
-        merge_hash = carve(lay, (size_t)merge_cap * 4);
+        if (m.n_merges) merges = take(lay, (size_t)m.n_merges * 12);
+        merge_hash = take(lay, (size_t)merge_cap * 4);
     }
-    int32_t *byte_tok = carve(lay, 256 * 4);
+    int32_t *byte_tok = take(lay, 256 * 4);
     if (arena && (!tok_off || !hash || !byte_tok || (m.kind == WISP_VOCAB_BPE && (!merge_hash || (m.n_merges && !merges)))))
         return wisp_fail(err, WISP_ERR_ARENA, "the tokenizer tables do not fit in the arena");
     tok->tok_off = tok_off;
@@ -443,7 +443,7 @@ wisp_status wisp_tokenizer_layout(wisp_tokenizer *tok, const wisp_gguf *g, wisp_
 
     uint32_t n_special;
     if ((s = scan_tokens(&m, tok, tok_off, hash, hash_cap - 1, &n_special, err))) return s;
-    int32_t *special = n_special ? carve(lay, (size_t)n_special * 4) : NULL;
+    int32_t *special = n_special ? take(lay, (size_t)n_special * 4) : NULL;
     tok->n_special = (int32_t)n_special; /* the count alone, for scratch plans */
     if ((s = read_special_ids(&m, tok, err))) return s;
     if (!arena) return WISP_OK;

@@ -84,7 +84,9 @@ static void proj_shape(const wisp_hparams *hp, int proj, int32_t *n_in, int32_t 
 
 static size_t mul(size_t a, size_t b) { return a && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
 
-static void *take(wisp_layout *l, size_t count, size_t elem, int part) { return wisp_layout_take(l, count, elem, part); }
+static void *take(wisp_layout *l, size_t count, size_t elem, int part) {
+    return wisp_layout_take(l, count, elem, part);
+}
 
 static int popcount7(uint32_t m) {
     int n = 0;
@@ -115,8 +117,8 @@ static size_t tile_cols_max(const wisp_gguf *g) {
 
 /* The whole training layout; `tr` (the struct, taken by the caller) is NULL
  * when measuring. */
-static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg, size_t act_row_bytes,
-                   wisp_train *tr) {
+static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg,
+                   size_t act_row_bytes, wisp_train *tr) {
     const wisp_train_config *tc = &cfg->train;
     size_t f = sizeof(float), T = (size_t)tc->seq_len * (size_t)tc->micro_batch;
     size_t D = (size_t)hp->dim, Q = (size_t)hp->n_heads * hp->head_dim, KV = (size_t)hp->n_kv_heads * hp->head_dim;

@@ -88,7 +88,8 @@ static size_t expected_part(const wisp_model *m, size_t *packed_originals, int *
     *packed_originals = 0;
     *n_packed = 0;
     for (int i = 0; i < 1 + hp->n_layers * WISP_PROJ_COUNT; i++) {
-        const wisp_weight *w = i == 0 ? &m->output : &m->layers[(i - 1) / WISP_PROJ_COUNT].proj[(i - 1) % WISP_PROJ_COUNT];
+        int l = (i - 1) / WISP_PROJ_COUNT, p = (i - 1) % WISP_PROJ_COUNT;
+        const wisp_weight *w = i == 0 ? &m->output : &m->layers[l].proj[p];
         if (!packs(w->type)) continue;
         weights += wisp_arena_round(bytes_of(w->type, w->rows, w->cols));
         *packed_originals += (size_t)w->rows * w->row_bytes;
@@ -109,7 +110,8 @@ static void check_vector(const arena_block *a, const float *got, const float *fi
                          const char *rel, const char *what) {
     CHECK(!got == !file, "%s: %s present in one context only", rel, what);
     if (!got || !file) return;
-    CHECK(inside(a, got) == copied, "%s: %s should %s", rel, what, copied ? "be copied into the arena" : "stay in the file");
+    CHECK(inside(a, got) == copied, "%s: %s should %s", rel, what,
+          copied ? "be copied into the arena" : "stay in the file");
     CHECK(memcmp(got, file, (size_t)n * sizeof(float)) == 0, "%s: %s differs from the file's", rel, what);
 }
 
