@@ -37,10 +37,9 @@ size_t wisp_bytes_add(size_t a, size_t b) {
 
 void *wisp_layout_take(wisp_layout *l, size_t count, size_t elem, int part) {
     size_t b = wisp_bytes_of(count, elem);
-    if (!l->arena) {
-        l->bytes = wisp_bytes_add(l->bytes, b);
-        return NULL;
-    }
+    l->bytes = wisp_bytes_add(l->bytes, b);
+    if (part >= 0 && part < WISP_PART_COUNT) l->part_bytes[part] = wisp_bytes_add(l->part_bytes[part], b);
+    if (!l->arena) return NULL;
     void *p = wisp_arena_alloc(l->arena, b, part);
     if (!p) l->short_of_memory = true;
     return p;

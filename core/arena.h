@@ -56,15 +56,21 @@ void wisp_arena_init(wisp_arena *a, void *mem, size_t size);
 /* Carve `bytes` (rounded up) for `part`; zero-filled. NULL if it does not fit. */
 void *wisp_arena_alloc(wisp_arena *a, size_t bytes, int part);
 
-/* What a layout function takes its pieces through, so the same code both
- * measures and carves: with `arena` NULL it only adds sizes up in `bytes`,
- * else it carves and notes a piece that did not fit. */
+/* What a layout function takes its pieces through, so that the same code
+ * both measures and carves and the plan cannot disagree with the carve. Each
+ * piece is counted (rounded, saturating) in `bytes` and in its part's
+ * `part_bytes`, always; with `arena` set it is also carved from it, and a
+ * piece that did not fit sets `short_of_memory`. Start one with
+ * `wisp_layout l = {.arena = NULL}` to measure, `{.arena = a}` to carve. */
 typedef struct wisp_layout {
     wisp_arena *arena;
     size_t bytes;
     bool short_of_memory;
+    size_t part_bytes[WISP_PART_COUNT];
 } wisp_layout;
 
+/* Take `count` elements of `elem` bytes for `part`: NULL when only measuring
+ * or when the piece does not fit. */
 void *wisp_layout_take(wisp_layout *l, size_t count, size_t elem, int part);
 
 /* Size helpers for planners: rounded sizes of n elements, saturating so that a

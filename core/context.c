@@ -1,4 +1,5 @@
-/* Planning and carving the arena, and the context's small public surface. */
+/* Planning and carving the arena, both from one layout function, and the
+ * context's small public surface. */
 #include "context.h"
 
 #include <string.h>
@@ -33,31 +34,6 @@ static wisp_status resolve_config(const wisp_hparams *hp, const wisp_config *in,
     return wisp_train_resolve(hp, c, err);
 }
 
-/* The scratch arrays of one forward step, in carving order. */
-enum { S_X, S_XB, S_Q, S_K, S_V, S_PROJ, S_GATE, S_UP, S_ROPE, S_ROPE_SWA, S_ATTN, S_ATTN_KV, S_COUNT };
-
-static void scratch_sizes(const wisp_hparams *hp, const wisp_config *c, size_t bytes[S_COUNT]) {
-    size_t T = (size_t)c->n_batch, f = sizeof(float);
-    size_t q_dim = (size_t)hp->n_heads * hp->head_dim, kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
-    size_t dim = (size_t)hp->dim;
-    bytes[S_X] = wisp_bytes_of(T * dim, f);
-    bytes[S_XB] = wisp_bytes_of(T * (q_dim > dim ? q_dim : dim), f);
-    bytes[S_Q] = wisp_bytes_of(T * q_dim, f);
-    bytes[S_K] = wisp_bytes_of(T * kv_dim, f);
-    bytes[S_V] = wisp_bytes_of(T * kv_dim, f);
-    bytes[S_PROJ] = wisp_bytes_of(T * dim, f);
-    bytes[S_GATE] = wisp_bytes_of(T * (size_t)hp->ffn_dim, f);
-    bytes[S_UP] = wisp_bytes_of(T * (size_t)hp->ffn_dim, f);
-    bytes[S_ROPE] = wisp_bytes_of(T * (size_t)hp->rope_dim, f);
-    bytes[S_ROPE_SWA] = wisp_hparams_row(hp)->rope_base_swa ? bytes[S_ROPE] : 0;
-    const bool kv_f16 = c->kv_type == WISP_TYPE_F16;
-    size_t score_rows = (size_t)wisp_attention_score_rows(c->kernels, kv_f16, hp->n_heads, hp->n_kv_heads);
-    bytes[S_ATTN] = wisp_bytes_of((size_t)c->threads.n_threads * WISP_ATTN_BLOCK * score_rows, f);
-    bool grouped = wisp_attention_grouped(c->kernels, kv_f16, hp->n_heads, hp->n_kv_heads);
-    size_t kv_block = (size_t)2 * WISP_ATTN_BLOCK * hp->head_dim; /* a block of keys and of values */
-    bytes[S_ATTN_KV] = grouped ? wisp_bytes_of((size_t)c->threads.n_threads * kv_block, f) : 0;
-}
-
 /* Widest converted activation row over every weight of the model. */
 static size_t act_row_max(const wisp_gguf *g) {
     size_t best = 0, cur = 0;
@@ -84,42 +60,138 @@ size_t wisp_ctx_kv_layer_offset(const wisp_ctx *ctx, int32_t l) {
     return kv_positions_below(hp, &ctx->cfg, l) * (size_t)hp->n_kv_heads * (size_t)hp->head_dim * ctx->kv_elem_bytes;
 }
 
-static size_t kv_bytes(const wisp_hparams *hp, const wisp_config *c) {
-    size_t elem = c->kv_type == WISP_TYPE_F16 ? 2 : 4;
-    size_t n = kv_positions_below(hp, c, hp->n_layers) * (size_t)hp->n_kv_heads * (size_t)hp->head_dim;
-    return wisp_bytes_of(n, elem);
+/* Elements of the key cache (and of the value cache), every layer. */
+static size_t kv_elems(const wisp_hparams *hp, const wisp_config *c) {
+    return kv_positions_below(hp, c, hp->n_layers) * (size_t)hp->n_kv_heads * (size_t)hp->head_dim;
 }
 
 /* The kernels whose packing the context uses (NULL: none). */
 static const wisp_kernels *packing_kernels(const wisp_config *c) { return c->in_place_weights ? NULL : c->kernels; }
+
+/* The activations of one forward step, in carving order; taken into `s`. */
+static void scratch_layout(wisp_layout *lay, const wisp_hparams *hp, const wisp_config *c, wisp_scratch *s) {
+    const int P = WISP_PART_SCRATCH;
+    size_t T = (size_t)c->n_batch, f = sizeof(float);
+    size_t q_dim = (size_t)hp->n_heads * hp->head_dim, kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
+    size_t dim = (size_t)hp->dim, ffn = (size_t)hp->ffn_dim, rope = (size_t)hp->rope_dim;
+    memset(s, 0, sizeof *s);
+    s->x = wisp_layout_take(lay, T * dim, f, P);
+    s->xb = wisp_layout_take(lay, T * (q_dim > dim ? q_dim : dim), f, P);
+    s->q = wisp_layout_take(lay, T * q_dim, f, P);
+    s->k = wisp_layout_take(lay, T * kv_dim, f, P);
+    s->v = wisp_layout_take(lay, T * kv_dim, f, P);
+    s->proj = wisp_layout_take(lay, T * dim, f, P);
+    s->gate = wisp_layout_take(lay, T * ffn, f, P);
+    s->up = wisp_layout_take(lay, T * ffn, f, P);
+    s->rope = wisp_layout_take(lay, T * rope, f, P);
+    /* windowed layers with their own base rotate by their own table (else NULL: the one base) */
+    if (wisp_hparams_row(hp)->rope_base_swa) s->rope_swa = wisp_layout_take(lay, T * rope, f, P);
+    const bool kv_f16 = c->kv_type == WISP_TYPE_F16;
+    size_t nth = (size_t)c->threads.n_threads;
+    size_t score_rows = (size_t)wisp_attention_score_rows(c->kernels, kv_f16, hp->n_heads, hp->n_kv_heads);
+    s->attn = wisp_layout_take(lay, nth * WISP_ATTN_BLOCK * score_rows, f, P);
+    /* grouped attention converts a block of keys and of values at a time (else NULL: per head) */
+    if (wisp_attention_grouped(c->kernels, kv_f16, hp->n_heads, hp->n_kv_heads))
+        s->attn_kv = wisp_layout_take(lay, nth * 2 * WISP_ATTN_BLOCK * (size_t)hp->head_dim, f, P);
+}
+
+/* Where measuring fills the structs that carving fills in the context. Each
+ * is needed for one part only, in turn, so they share their bytes: a
+ * firmware's stack is 8 KiB. */
+typedef union standin {
+    wisp_model model;
+    wisp_tokenizer tok;
+    wisp_scratch s;
+} standin;
+
+static wisp_status model_part(wisp_layout *lay, const wisp_gguf *g, wisp_ctx *ctx, standin *in, wisp_error *err) {
+    return wisp_model_layout(ctx ? &ctx->model : &in->model, g, lay, err);
+}
+
+/* Also gives the rounded bytes of the text scratch the tokenizer needs. */
+static wisp_status tokenizer_part(wisp_layout *lay, const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *c,
+                                  wisp_ctx *ctx, standin *in, size_t *text_bytes, wisp_error *err) {
+    wisp_tokenizer *tok = ctx ? &ctx->tok : &in->tok;
+    wisp_status s = wisp_tokenizer_layout(tok, g, lay, err);
+    if (s) return s;
+    if (ctx && wisp_tokenizer_n_vocab(tok) > hp->n_vocab)
+        return wisp_fail(err, WISP_ERR_SHAPE, "the tokenizer has %d tokens but token_embd.weight only %d rows",
+                         wisp_tokenizer_n_vocab(tok), hp->n_vocab);
+    *text_bytes = wisp_arena_round(wisp_tokenizer_scratch_bytes(tok, c->max_text_bytes));
+    return WISP_OK;
+}
+
+static void packed_part(wisp_layout *lay, const wisp_gguf *g, const wisp_config *c, wisp_ctx *ctx, standin *in) {
+    const wisp_kernels *k = packing_kernels(c);
+    if (ctx) {
+        wisp_packed_weights_layout(lay, &ctx->model, k, &ctx->exec, c->weight_packed, c->weight_packed_user);
+        return;
+    }
+    if (!k) return;
+    wisp_layout table = {.arena = NULL}; /* the model is read again; its table was measured in model_part */
+    wisp_model_layout(&in->model, g, &table, NULL);
+    wisp_packed_weights_layout(lay, &in->model, k, NULL, NULL, NULL);
+}
+
+/* Everything a context holds, in carving order, from the one function that
+ * both measures it (lay->arena NULL: into lay's per-part counts) and carves
+ * it (sets *out to the context, whose struct is the first piece). `hp` and
+ * `cfg` are the plan's (read from g, resolved). Only the LoRA adapter tables
+ * still come from a separate plan/carve pair, lora_apply.c's. */
+static wisp_status layout(wisp_layout *lay, const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg,
+                          wisp_ctx **out, wisp_error *err) {
+    wisp_status s;
+    wisp_ctx *ctx = wisp_layout_take(lay, 1, sizeof(wisp_ctx), WISP_PART_CONTEXT);
+    if (lay->arena && !ctx) return wisp_fail(err, WISP_ERR_INTERNAL, "no room for the context in the planned arena");
+    if (ctx) ctx->cfg = *cfg;
+    const wisp_config *c = ctx ? &ctx->cfg : cfg;
+    standin in;
+
+    if ((s = model_part(lay, g, ctx, &in, err))) return s;
+    size_t text_bytes = 0;
+    if ((s = tokenizer_part(lay, g, hp, c, ctx, &in, &text_bytes, err))) return s;
+    size_t kv_elem = c->kv_type == WISP_TYPE_F16 ? 2 : 4;
+    void *k_cache = wisp_layout_take(lay, kv_elems(hp, c), kv_elem, WISP_PART_KV_CACHE);
+    void *v_cache = wisp_layout_take(lay, kv_elems(hp, c), kv_elem, WISP_PART_KV_CACHE);
+    scratch_layout(lay, hp, c, ctx ? &ctx->s : &in.s);
+    size_t act_row = act_row_max(g);
+    void *act = wisp_layout_take(lay, (size_t)c->n_batch, act_row, WISP_PART_SCRATCH);
+    size_t n_logits = (size_t)(c->logits_all ? c->n_batch : 1) * (size_t)hp->n_vocab;
+    void *logits = wisp_layout_take(lay, n_logits, sizeof(float), WISP_PART_LOGITS);
+    void *candidates = wisp_layout_take(lay, wisp_sampler_scratch_bytes(hp->n_vocab), 1, WISP_PART_SAMPLER);
+    void *text = wisp_layout_take(lay, text_bytes, 1, WISP_PART_TEXT);
+    if (ctx) {
+        ctx->q_dim = hp->n_heads * hp->head_dim;
+        ctx->kv_dim = hp->n_kv_heads * hp->head_dim;
+        ctx->kv_elem_bytes = kv_elem;
+        ctx->k_cache = k_cache, ctx->v_cache = v_cache;
+        wisp_exec_setup(&ctx->exec, c->kernels, &c->threads);
+        ctx->exec.act = (uint8_t *)act;
+        ctx->exec.act_bytes = wisp_bytes_of((size_t)c->n_batch, act_row);
+        ctx->logits = (float *)logits;
+        ctx->candidates = (wisp_candidate *)candidates;
+        ctx->text_scratch = text;
+        ctx->text_scratch_bytes = text_bytes;
+        wisp_adapters_carve(&ctx->adapters, lay->arena, hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
+    } else {
+        size_t adapters = wisp_adapters_plan_bytes(hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
+        wisp_layout_take(lay, adapters, 1, WISP_PART_ADAPTERS);
+    }
+    if ((s = wisp_train_layout(lay, ctx, g, hp, c, act_row, err))) return s;
+    packed_part(lay, g, c, ctx, &in);
+    if (out) *out = ctx;
+    return WISP_OK;
+}
 
 wisp_status wisp_plan(const wisp_gguf *g, const wisp_config *cfg, wisp_memory_plan *plan, wisp_error *err) {
     memset(plan, 0, sizeof *plan);
     wisp_status s;
     if ((s = wisp_hparams_read(g, &plan->hp, err))) return s;
     if ((s = resolve_config(&plan->hp, cfg, &plan->cfg, err))) return s;
-    const wisp_hparams *hp = &plan->hp;
-    const wisp_config *c = &plan->cfg;
-    size_t tok_bytes;
-    if ((s = wisp_tokenizer_plan(g, &tok_bytes, err))) return s;
-
-    size_t *p = plan->part;
-    p[WISP_PART_CONTEXT] = wisp_bytes_add(wisp_arena_round(sizeof(wisp_ctx)), wisp_model_table_bytes(hp));
-    p[WISP_PART_TOKENIZER] = tok_bytes;
-    p[WISP_PART_KV_CACHE] = wisp_bytes_add(kv_bytes(hp, c), kv_bytes(hp, c));
-    size_t sb[S_COUNT];
-    scratch_sizes(hp, c, sb);
-    for (int i = 0; i < S_COUNT; i++) p[WISP_PART_SCRATCH] = wisp_bytes_add(p[WISP_PART_SCRATCH], sb[i]);
-    p[WISP_PART_SCRATCH] = wisp_bytes_add(p[WISP_PART_SCRATCH], wisp_bytes_of((size_t)c->n_batch, act_row_max(g)));
-    p[WISP_PART_LOGITS] = wisp_bytes_of((size_t)(c->logits_all ? c->n_batch : 1) * (size_t)hp->n_vocab, sizeof(float));
-    p[WISP_PART_SAMPLER] = wisp_sampler_scratch_bytes(hp->n_vocab);
-    size_t text;
-    if ((s = wisp_tokenizer_plan_scratch(g, c->max_text_bytes, &text, err))) return s;
-    p[WISP_PART_TEXT] = wisp_arena_round(text);
-    p[WISP_PART_ADAPTERS] = wisp_adapters_plan_bytes(hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
-    wisp_train_plan(g, hp, c, act_row_max(g), p);
-    p[WISP_PART_PACKED_WEIGHTS] = wisp_packed_weights_plan(g, hp, packing_kernels(c));
-    for (int i = 0; i < WISP_PART_COUNT; i++) plan->total = wisp_bytes_add(plan->total, p[i]);
+    wisp_layout lay = {.arena = NULL};
+    if ((s = layout(&lay, g, &plan->hp, &plan->cfg, NULL, err))) return s;
+    memcpy(plan->part, lay.part_bytes, sizeof plan->part);
+    plan->total = lay.bytes;
 
     size_t cur = 0;
     wisp_gguf_tensor t;
@@ -150,40 +222,12 @@ wisp_status wisp_init(wisp_ctx **out, const wisp_gguf *g, const wisp_config *cfg
     if (!mem || size < plan.total) return arena_short(err, &plan, mem ? size : 0);
     wisp_arena a;
     wisp_arena_init(&a, mem, size);
-    wisp_ctx *ctx = (wisp_ctx *)wisp_arena_alloc(&a, sizeof(wisp_ctx), WISP_PART_CONTEXT);
-    ctx->cfg = plan.cfg;
-    const wisp_config *c = &ctx->cfg;
-    if ((s = wisp_model_init(&ctx->model, g, &a, err))) return s;
-    if ((s = wisp_tokenizer_init(&ctx->tok, g, &a, err))) return s;
-    const wisp_hparams *hp = &ctx->model.hp;
-    if (wisp_tokenizer_n_vocab(&ctx->tok) > hp->n_vocab)
-        return wisp_fail(err, WISP_ERR_SHAPE, "the tokenizer has %d tokens but token_embd.weight only %d rows",
-                         wisp_tokenizer_n_vocab(&ctx->tok), hp->n_vocab);
-    ctx->q_dim = hp->n_heads * hp->head_dim;
-    ctx->kv_dim = hp->n_kv_heads * hp->head_dim;
-    ctx->kv_elem_bytes = c->kv_type == WISP_TYPE_F16 ? 2 : 4;
-    ctx->k_cache = wisp_arena_alloc(&a, kv_bytes(hp, c), WISP_PART_KV_CACHE);
-    ctx->v_cache = wisp_arena_alloc(&a, kv_bytes(hp, c), WISP_PART_KV_CACHE);
+    wisp_layout lay = {.arena = &a};
+    wisp_ctx *ctx;
+    if ((s = layout(&lay, g, &plan.hp, &plan.cfg, &ctx, err))) return s;
 
-    size_t sb[S_COUNT];
-    scratch_sizes(hp, c, sb);
-    float **slots[S_COUNT] = {&ctx->s.x, &ctx->s.xb, &ctx->s.q, &ctx->s.k, &ctx->s.v, &ctx->s.proj,
-                              &ctx->s.gate, &ctx->s.up, &ctx->s.rope, &ctx->s.rope_swa, &ctx->s.attn, &ctx->s.attn_kv};
-    for (int i = 0; i < S_COUNT; i++) *slots[i] = (float *)wisp_arena_alloc(&a, sb[i], WISP_PART_SCRATCH);
-    if (!sb[S_ATTN_KV]) ctx->s.attn_kv = NULL; /* attention converts per head */
-    if (!sb[S_ROPE_SWA]) ctx->s.rope_swa = NULL; /* every layer rotates with the one base */
-    wisp_exec_setup(&ctx->exec, c->kernels, &c->threads);
-    ctx->exec.act_bytes = wisp_bytes_of((size_t)c->n_batch, act_row_max(g));
-    ctx->exec.act = (uint8_t *)wisp_arena_alloc(&a, ctx->exec.act_bytes, WISP_PART_SCRATCH);
-    ctx->logits = (float *)wisp_arena_alloc(&a, plan.part[WISP_PART_LOGITS], WISP_PART_LOGITS);
-    ctx->candidates = (wisp_candidate *)wisp_arena_alloc(&a, plan.part[WISP_PART_SAMPLER], WISP_PART_SAMPLER);
-    ctx->text_scratch_bytes = plan.part[WISP_PART_TEXT];
-    ctx->text_scratch = wisp_arena_alloc(&a, ctx->text_scratch_bytes, WISP_PART_TEXT);
-    wisp_adapters_carve(&ctx->adapters, &a, hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
-    if ((s = wisp_train_carve(ctx, g, &a, act_row_max(g), err))) return s;
-    if (packing_kernels(c)) wisp_packed_weights_make(&ctx->model, &ctx->exec, &a, c->weight_packed, c->weight_packed_user);
-
-    /* The carve must match the plan byte for byte, part by part. */
+    /* The one layout makes plan and carve agree by construction; the check
+     * stays for what it does not cover (lora_apply.c's own plan/carve pair). */
     for (int i = 0; i < WISP_PART_COUNT; i++)
         if (a.part_bytes[i] != plan.part[i])
             return wisp_fail(err, WISP_ERR_INTERNAL, "plan mismatch in part '%s': planned %zu, carved %zu",

@@ -793,7 +793,7 @@ wisp_status wisp_grammar_plan(const char *text, size_t len, size_t *bytes, wisp_
     wisp_status st = count_pass(text, len, &g, err);
     if (st) return st;
     pass_counts c = counts_of(&g);
-    layout l = {NULL, 0, false};
+    layout l = {.arena = NULL};
     lay_out(&l, &g, &c);
     *bytes = l.bytes;
     return WISP_OK;
@@ -805,13 +805,13 @@ wisp_status wisp_grammar_compile(const char *text, size_t len, wisp_arena *arena
     wisp_status st = count_pass(text, len, &g, err);
     if (st) return st;
     pass_counts counts = counts_of(&g);
-    layout need = {NULL, 0, false};
+    layout need = {.arena = NULL};
     lay_out(&need, &g, &counts);
     size_t left = arena->size - arena->used;
     if (need.bytes > left)
         return wisp_fail(err, WISP_ERR_ARENA, "grammar: needs %zu bytes of arena, %zu are left (%zu short)", need.bytes,
                          left, need.bytes - left);
-    layout l = {arena, 0, false};
+    layout l = {.arena = arena};
     memset(&g, 0, offsetof(gp, ranges));
     wisp_grammar *gr = lay_out(&l, &g, &counts);
     if (l.short_of_memory || !gr) return wisp_fail(err, WISP_ERR_INTERNAL, "grammar: the arena ran out after planning");

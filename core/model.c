@@ -335,10 +335,6 @@ wisp_status wisp_hparams_read(const wisp_gguf *g, wisp_hparams *hp, wisp_error *
     return WISP_OK;
 }
 
-size_t wisp_model_table_bytes(const wisp_hparams *hp) {
-    return wisp_bytes_of((size_t)hp->n_layers, sizeof(wisp_layer));
-}
-
 static wisp_status shape_error(wisp_error *err, const wisp_gguf_tensor *t, int64_t want0, int64_t want1) {
     return wisp_fail(err, WISP_ERR_SHAPE, "tensor '%.*s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
                      (int)t->name.len, t->name.ptr, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
@@ -458,15 +454,11 @@ static wisp_status get_factors(const wisp_gguf *g, const wisp_hparams *hp, const
     return get_vector(g, name, hp->rope_dim / 2, false, out, err);
 }
 
-wisp_status wisp_model_init(wisp_model *m, const wisp_gguf *g, wisp_arena *arena, wisp_error *err) {
-    memset(m, 0, sizeof *m);
-    m->gguf = *g;
-    wisp_status s;
-    if ((s = wisp_hparams_read(g, &m->hp, err))) return s;
+/* The tensors outside the layers: the embedding, the output and its norm,
+ * the RoPE factors. */
+static wisp_status read_globals(wisp_model *m, const wisp_gguf *g, wisp_error *err) {
     const wisp_hparams *hp = &m->hp;
-    const wisp_arch_row *row = wisp_hparams_row(hp);
-    if ((s = check_tensors(g, hp, err))) return s;
-
+    wisp_status s;
     if ((s = get_weight(g, "token_embd.weight", hp->dim, hp->n_vocab, &m->tok_embd, err))) return s;
     if (hp->tied_output) m->output = m->tok_embd;
     else if ((s = get_weight(g, "output.weight", hp->dim, hp->n_vocab, &m->output, err))) return s;
@@ -477,24 +469,52 @@ wisp_status wisp_model_init(wisp_model *m, const wisp_gguf *g, wisp_arena *arena
     if (!m->rope_long != !m->rope_short)
         return wisp_fail(err, WISP_ERR_NOT_FOUND, "tensor '%s' is missing (LongRoPE needs both factor sets)",
                          m->rope_long ? "rope_factors_short.weight" : "rope_factors_long.weight");
-
-    m->layers = (wisp_layer *)wisp_arena_alloc(arena, wisp_model_table_bytes(hp), WISP_PART_CONTEXT);
-    if (!m->layers) return wisp_fail(err, WISP_ERR_ARENA, "no room for the layer table");
-    for (int l = 0; l < hp->n_layers; l++) {
-        wisp_layer *L = &m->layers[l];
-        memset(L, 0, sizeof *L);
-        for (int p = 0; p < WISP_PROJ_COUNT; p++)
-            if ((s = get_proj(g, hp, l, p, &L->proj[p], err))) return s;
-        for (int lt = 0; lt < WISP_LT_COUNT; lt++) {
-            int v = vec_of(lt);
-            if (v < 0 || !((row->required | row->optional) >> lt & 1u)) continue;
-            char name[96];
-            wisp_format(name, sizeof name, "blk.%d.%s", l, wisp_layer_tensor_name(lt));
-            bool required = row->required >> lt & 1u;
-            if ((s = get_vector(g, name, wisp_layer_vec_len(hp, v), required, &L->vec[v], err))) return s;
-        }
-        if (!L->bias_q != !L->bias_k || !L->bias_q != !L->bias_v)
-            return wisp_fail(err, WISP_ERR_NOT_FOUND, "layer %d has some but not all of the q/k/v biases", l);
-    }
     return WISP_OK;
+}
+
+wisp_status wisp_model_read_layer(const wisp_gguf *g, const wisp_hparams *hp, int l, wisp_layer *L, wisp_error *err) {
+    const wisp_arch_row *row = wisp_hparams_row(hp);
+    wisp_status s;
+    memset(L, 0, sizeof *L);
+    for (int p = 0; p < WISP_PROJ_COUNT; p++)
+        if ((s = get_proj(g, hp, l, p, &L->proj[p], err))) return s;
+    for (int lt = 0; lt < WISP_LT_COUNT; lt++) {
+        int v = vec_of(lt);
+        if (v < 0 || !((row->required | row->optional) >> lt & 1u)) continue;
+        char name[96];
+        wisp_format(name, sizeof name, "blk.%d.%s", l, wisp_layer_tensor_name(lt));
+        bool required = row->required >> lt & 1u;
+        if ((s = get_vector(g, name, wisp_layer_vec_len(hp, v), required, &L->vec[v], err))) return s;
+    }
+    if (!L->bias_q != !L->bias_k || !L->bias_q != !L->bias_v)
+        return wisp_fail(err, WISP_ERR_NOT_FOUND, "layer %d has some but not all of the q/k/v biases", l);
+    return WISP_OK;
+}
+
+wisp_status wisp_model_layout(wisp_model *m, const wisp_gguf *g, wisp_layout *lay, wisp_error *err) {
+    memset(m, 0, sizeof *m);
+    m->gguf = *g;
+    wisp_status s;
+    if ((s = wisp_hparams_read(g, &m->hp, err))) return s;
+    const wisp_hparams *hp = &m->hp;
+    if (!lay->arena) {
+        /* measuring: the table, and what of the tensors outside the layers
+         * can be read (planners size from them; a model init refuses is
+         * refused there, naming why) */
+        wisp_layout_take(lay, (size_t)hp->n_layers, sizeof(wisp_layer), WISP_PART_CONTEXT);
+        read_globals(m, g, NULL);
+        return WISP_OK;
+    }
+    if ((s = check_tensors(g, hp, err))) return s;
+    if ((s = read_globals(m, g, err))) return s;
+    m->layers = (wisp_layer *)wisp_layout_take(lay, (size_t)hp->n_layers, sizeof(wisp_layer), WISP_PART_CONTEXT);
+    if (!m->layers) return wisp_fail(err, WISP_ERR_ARENA, "no room for the layer table");
+    for (int l = 0; l < hp->n_layers; l++)
+        if ((s = wisp_model_read_layer(g, hp, l, &m->layers[l], err))) return s;
+    return WISP_OK;
+}
+
+wisp_status wisp_model_init(wisp_model *m, const wisp_gguf *g, wisp_arena *arena, wisp_error *err) {
+    wisp_layout lay = {.arena = arena};
+    return wisp_model_layout(m, g, &lay, err);
 }

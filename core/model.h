@@ -117,11 +117,18 @@ typedef struct wisp_model {
 /* Read hyperparameters; clear errors for unsupported architectures. */
 wisp_status wisp_hparams_read(const wisp_gguf *g, wisp_hparams *hp, wisp_error *err);
 
-/* Bytes wisp_model_init carves (the layer table). */
-size_t wisp_model_table_bytes(const wisp_hparams *hp);
+/* The model's part of a layout (core/arena.h): carving (lay->arena set)
+ * resolves and shape-checks every tensor and carves the layer table;
+ * measuring takes only the table's size and reads what it can of the tensors
+ * outside the layers, leaving `layers` NULL (wisp_model_read_layer reads one
+ * when wanted). `g` is copied into the model. */
+wisp_status wisp_model_layout(wisp_model *m, const wisp_gguf *g, wisp_layout *lay, wisp_error *err);
 
-/* Resolve and shape-check every tensor. `g` is copied into the model. */
+/* wisp_model_layout carving from `arena`. */
 wisp_status wisp_model_init(wisp_model *m, const wisp_gguf *g, wisp_arena *arena, wisp_error *err);
+
+/* Resolve and shape-check layer l's tensors into *L. */
+wisp_status wisp_model_read_layer(const wisp_gguf *g, const wisp_hparams *hp, int l, wisp_layer *L, wisp_error *err);
 
 /* Human-readable architecture name. */
 const char *wisp_arch_name(wisp_arch a);

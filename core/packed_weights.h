@@ -11,14 +11,13 @@
 #include "gguf.h"
 #include "model.h"
 
-/* Bytes wisp_packed_weights_make carves for this model with kernels `k`
- * (NULL: the reference, which packs nothing). */
-size_t wisp_packed_weights_plan(const wisp_gguf *g, const wisp_hparams *hp, const wisp_kernels *k);
-
-/* Carve and fill the copies, spreading the packing over e's threads, point
- * each packed weight's `packed` at its copy and tell `done` (when not NULL)
- * the original's bytes. */
-void wisp_packed_weights_make(wisp_model *m, const wisp_exec *e, wisp_arena *a,
-                              void (*done)(void *user, const void *data, size_t bytes), void *user);
+/* The part's one layout (core/arena.h) for kernels `k` (NULL: none, as the
+ * reference, which packs nothing): with lay->arena NULL only measured, the
+ * model's layers then read from its file one at a time (wisp_model_layout
+ * measuring leaves no table); else the copies are carved and filled, the
+ * packing spread over e's threads, each packed weight's `packed` pointed at
+ * its copy and `done` (when not NULL) told the original's bytes. */
+void wisp_packed_weights_layout(wisp_layout *lay, wisp_model *m, const wisp_kernels *k, const wisp_exec *e,
+                                void (*done)(void *user, const void *data, size_t bytes), void *user);
 
 #endif

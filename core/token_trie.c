@@ -46,7 +46,7 @@ wisp_status wisp_token_trie_plan(const wisp_tokenizer *tok, size_t *bytes, wisp_
     if (n <= 0) return wisp_fail(err, WISP_ERR_ARG, "token trie: empty vocabulary");
     measure(tok, &total, &longest);
     if (total >= 0xFFFFFFFFu) return wisp_fail(err, WISP_ERR_UNSUPPORTED, "token trie: the vocabulary has over 4 GiB of text");
-    layout l = {NULL, 0, false};
+    layout l = {.arena = NULL};
     wisp_token_trie t;
     uint32_t *path;
     lay_out(&l, &t, n, total, longest, &path);
@@ -87,7 +87,7 @@ wisp_status wisp_token_trie_init(wisp_token_trie *t, const wisp_tokenizer *tok, 
     int32_t n = wisp_tokenizer_n_vocab(tok);
     size_t total, longest;
     measure(tok, &total, &longest);
-    layout l = {arena, 0, false};
+    layout l = {.arena = arena};
     uint32_t *path;
     lay_out(&l, t, n, total, longest, &path);
     if (l.short_of_memory) return wisp_fail(err, WISP_ERR_INTERNAL, "token trie: the arena ran out after planning");

@@ -11,14 +11,17 @@
 wisp_status wisp_tokenizer_plan(const wisp_gguf *g, size_t *table_bytes, wisp_error *err) {
     if (!g || !table_bytes) return wisp_fail(err, WISP_ERR_ARG, "wisp_tokenizer_plan: NULL argument");
     wisp_tokenizer probe;
-    return tk_load(&probe, g, NULL, table_bytes, err);
+    wisp_layout lay = {.arena = NULL};
+    wisp_status s = wisp_tokenizer_layout(&probe, g, &lay, err);
+    *table_bytes = lay.bytes;
+    return s;
 }
 
 wisp_status wisp_tokenizer_plan_scratch(const wisp_gguf *g, size_t text_len, size_t *scratch_bytes, wisp_error *err) {
     if (!g || !scratch_bytes) return wisp_fail(err, WISP_ERR_ARG, "wisp_tokenizer_plan_scratch: NULL argument");
-    wisp_tokenizer probe; /* planned only: kind and special count, no tables */
-    size_t table_bytes;
-    wisp_status s = tk_load(&probe, g, NULL, &table_bytes, err);
+    wisp_tokenizer probe; /* measured only: kind and special count, no tables */
+    wisp_layout lay = {.arena = NULL};
+    wisp_status s = wisp_tokenizer_layout(&probe, g, &lay, err);
     if (s) return s;
     *scratch_bytes = wisp_tokenizer_scratch_bytes(&probe, text_len);
     return WISP_OK;
@@ -27,8 +30,8 @@ wisp_status wisp_tokenizer_plan_scratch(const wisp_gguf *g, size_t text_len, siz
 wisp_status wisp_tokenizer_init(wisp_tokenizer *tok, const wisp_gguf *g, wisp_arena *arena, wisp_error *err) {
     if (!tok || !g || !arena) return wisp_fail(err, WISP_ERR_ARG, "wisp_tokenizer_init: NULL argument");
     wisp_arena before = *arena;
-    size_t got;
-    wisp_status s = tk_load(tok, g, arena, &got, err);
+    wisp_layout lay = {.arena = arena};
+    wisp_status s = wisp_tokenizer_layout(tok, g, &lay, err);
     if (s) {
         *arena = before; /* nothing carved stays behind a failure */
         size_t need;
@@ -37,8 +40,6 @@ wisp_status wisp_tokenizer_init(wisp_tokenizer *tok, const wisp_gguf *g, wisp_ar
                              arena->size - arena->used);
         return s;
     }
-    if (arena->used - before.used != got)
-        return wisp_fail(err, WISP_ERR_INTERNAL, "tokenizer carved %zu bytes, planned %zu", arena->used - before.used, got);
     return WISP_OK;
 }
 

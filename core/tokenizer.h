@@ -94,10 +94,17 @@ typedef struct wisp_tokenizer {
     bool rstrip_special;   /* phi-3: whitespace after special tokens is dropped */
 } wisp_tokenizer;
 
-/* Exact bytes wisp_tokenizer_init will carve (sum of wisp_arena_round()ed carves). */
+/* The tokenizer's one layout (core/arena.h), in part WISP_PART_TOKENIZER:
+ * with lay->arena NULL it only measures the tables and fills what planners
+ * need (the kind and the special-token count, for
+ * wisp_tokenizer_scratch_bytes); else it carves them and loads the
+ * vocabulary. The GGUF bytes must outlive the tokenizer. */
+wisp_status wisp_tokenizer_layout(wisp_tokenizer *tok, const wisp_gguf *g, wisp_layout *lay, wisp_error *err);
+
+/* Exact bytes wisp_tokenizer_init will carve (the layout, measuring). */
 wisp_status wisp_tokenizer_plan(const wisp_gguf *g, size_t *table_bytes, wisp_error *err);
 
-/* Carve tables from `arena` with part WISP_PART_TOKENIZER; the GGUF bytes must outlive the tokenizer. */
+/* The layout carving from `arena`; on failure nothing stays carved. */
 wisp_status wisp_tokenizer_init(wisp_tokenizer *tok, const wisp_gguf *g, wisp_arena *arena, wisp_error *err);
 
 /* Working memory wisp_tokenize needs for text_len bytes of input (a linear bound). */

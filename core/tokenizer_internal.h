@@ -113,8 +113,4 @@ void tk_bpe_encode(const wisp_tokenizer *tok, const uint8_t *text, size_t len, t
 size_t tk_wpm_scratch(size_t len);
 void tk_wpm_encode(const wisp_tokenizer *tok, const uint8_t *text, size_t len, tk_out *out, void *scratch);
 
-/* ---- loading (tokenizer_vocab.c) ---- */
-
-wisp_status tk_load(wisp_tokenizer *tok, const wisp_gguf *g, wisp_arena *arena, size_t *table_bytes, wisp_error *err);
-
 #endif

@@ -404,14 +404,13 @@ static bool name_mentions_phi3(const tk_meta *m) {
     return false;
 }
 
-static void *carve(wisp_arena *arena, size_t bytes, size_t *total) {
-    *total = wisp_bytes_add(*total, wisp_arena_round(bytes));
-    return arena ? wisp_arena_alloc(arena, bytes, WISP_PART_TOKENIZER) : NULL;
-}
+static void *take(wisp_layout *lay, size_t bytes) { return wisp_layout_take(lay, bytes, 1, WISP_PART_TOKENIZER); }
 
-/* Plan (arena == NULL: only *table_bytes) or initialise. Both walk the same
- * steps so that the plan is exactly what initialisation carves. */
-wisp_status tk_load(wisp_tokenizer *tok, const wisp_gguf *g, wisp_arena *arena, size_t *table_bytes, wisp_error *err) {
+/* Measure (lay->arena NULL: fills only what plans need, the kind and the
+ * special-token count) or carve and initialise; both walk the same steps so
+ * that the plan is exactly what initialisation carves. */
+wisp_status wisp_tokenizer_layout(wisp_tokenizer *tok, const wisp_gguf *g, wisp_layout *lay, wisp_error *err) {
+    wisp_arena *arena = lay->arena;
     tk_meta m;
     wisp_status s;
     if ((s = read_meta(g, &m, err))) return s;
@@ -425,18 +424,17 @@ wisp_status tk_load(wisp_tokenizer *tok, const wisp_gguf *g, wisp_arena *arena, 
     tok->types = m.has[K_TYPES] ? m.kv[K_TYPES].value : NULL;
     tok->types_elem = m.has[K_TYPES] ? m.kv[K_TYPES].elem_type : 0;
 
-    size_t total = 0;
     uint32_t hash_cap = pow2_at_least((uint64_t)m.n_vocab + m.n_vocab / 2);
     uint32_t merge_cap = m.kind == WISP_VOCAB_BPE ? pow2_at_least((uint64_t)m.n_merges + m.n_merges / 2) : 0;
-    uint32_t *tok_off = carve(arena, (size_t)m.n_vocab * 4, &total);
-    uint32_t *hash = carve(arena, (size_t)hash_cap * 4, &total);
+    uint32_t *tok_off = take(lay, (size_t)m.n_vocab * 4);
+    uint32_t *hash = take(lay, (size_t)hash_cap * 4);
     int32_t *merges = NULL;
     uint32_t *merge_hash = NULL;
     if (m.kind == WISP_VOCAB_BPE) {
-        if (m.n_merges) merges = carve(arena, (size_t)m.n_merges * 12, &total);
-        merge_hash = carve(arena, (size_t)merge_cap * 4, &total);
+        if (m.n_merges) merges = take(lay, (size_t)m.n_merges * 12);
+        merge_hash = take(lay, (size_t)merge_cap * 4);
     }
-    int32_t *byte_tok = carve(arena, 256 * 4, &total);
+    int32_t *byte_tok = take(lay, 256 * 4);
     if (arena && (!tok_off || !hash || !byte_tok || (m.kind == WISP_VOCAB_BPE && (!merge_hash || (m.n_merges && !merges)))))
         return wisp_fail(err, WISP_ERR_ARENA, "the tokenizer tables do not fit in the arena");
     tok->tok_off = tok_off;
@@ -445,8 +443,7 @@ wisp_status tk_load(wisp_tokenizer *tok, const wisp_gguf *g, wisp_arena *arena, 
 
     uint32_t n_special;
     if ((s = scan_tokens(&m, tok, tok_off, hash, hash_cap - 1, &n_special, err))) return s;
-    int32_t *special = n_special ? carve(arena, (size_t)n_special * 4, &total) : NULL;
-    *table_bytes = total;
+    int32_t *special = n_special ? take(lay, (size_t)n_special * 4) : NULL;
     tok->n_special = (int32_t)n_special; /* the count alone, for scratch plans */
     if ((s = read_special_ids(&m, tok, err))) return s;
     if (!arena) return WISP_OK;

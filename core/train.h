@@ -111,11 +111,12 @@ typedef struct wisp_train {
 /* ---- train_plan.c ---- */
 /* Check and fill defaults of cfg->train (shapes against the model). */
 wisp_status wisp_train_resolve(const wisp_hparams *hp, wisp_config *cfg, wisp_error *err);
-/* Add the training parts to plan[] (nothing when training is off). */
-void wisp_train_plan(const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg, size_t act_row_bytes,
-                     size_t plan[WISP_PART_COUNT]);
-/* Carve exactly what wisp_train_plan counted and initialise the adapter. */
-wisp_status wisp_train_carve(wisp_ctx *ctx, const wisp_gguf *g, wisp_arena *a, size_t act_row_bytes, wisp_error *err);
+/* Lay out everything training needs (nothing when training is off), from
+ * the one function for both: with lay->arena NULL only measured (ctx unused),
+ * else carved for ctx, whose model, config (hp and cfg are its own) and exec
+ * are set, and the adapter initialised. */
+wisp_status wisp_train_layout(wisp_layout *lay, wisp_ctx *ctx, const wisp_gguf *g, const wisp_hparams *hp,
+                              const wisp_config *cfg, size_t act_row_bytes, wisp_error *err);
 
 typedef enum train_pass { TRAIN_PASS_SAVE, TRAIN_PASS_EVAL, TRAIN_PASS_RECOMPUTE } train_pass;
 

@@ -98,21 +98,10 @@ static void proj_shape(const wisp_hparams *hp, int proj, int32_t *n_in, int32_t 
     }
 }
 
-/* Plans (counting into `plan`) or carves (from `arena`) the same sequence. */
-typedef struct carver {
-    wisp_arena *arena;
-    size_t *plan;
-} carver;
-
 static size_t mul(size_t a, size_t b) { return a && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
 
-static void *take(carver *c, size_t count, size_t elem, int part) {
-    size_t bytes = mul(count, elem);
-    if (c->plan) {
-        c->plan[part] = wisp_bytes_add(c->plan[part], wisp_bytes_of(bytes, 1));
-        return NULL;
-    }
-    return wisp_arena_alloc(c->arena, bytes, part);
+static void *take(wisp_layout *l, size_t count, size_t elem, int part) {
+    return wisp_layout_take(l, count, elem, part);
 }
 
 static int popcount7(uint32_t m) {
@@ -142,9 +131,10 @@ static size_t tile_cols_max(const wisp_gguf *g) {
     return best;
 }
 
-/* The whole training layout. `tr` is NULL when planning. */
-static void layout(carver *c, const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg, size_t act_row_bytes,
-                   wisp_train *tr) {
+/* The whole training layout; `tr` (the struct, taken by the caller) is NULL
+ * when measuring. */
+static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg,
+                   size_t act_row_bytes, wisp_train *tr) {
     const wisp_train_config *tc = &cfg->train;
     size_t f = sizeof(float), T = (size_t)tc->seq_len * (size_t)tc->micro_batch;
     size_t D = (size_t)hp->dim, Q = (size_t)hp->n_heads * hp->head_dim, KV = (size_t)hp->n_kv_heads * hp->head_dim;
@@ -182,7 +172,7 @@ static void layout(carver *c, const wisp_gguf *g, const wisp_hparams *hp, const 
             for (int p = 0; p < WISP_PROJ_COUNT; p++)
                 if (tc->targets & (1u << p)) s.h[p] = take(c, T * r, f, WISP_PART_ACTIVATIONS);
         }
-        if (tr) saved[l] = s;
+        if (saved) saved[l] = s;
     }
 
     /* scratch */
@@ -255,14 +245,6 @@ static void layout(carver *c, const wisp_gguf *g, const wisp_hparams *hp, const 
     *tr = w;
 }
 
-void wisp_train_plan(const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg, size_t act_row_bytes,
-                     size_t plan[WISP_PART_COUNT]) {
-    if (cfg->train.seq_len == 0) return;
-    plan[WISP_PART_TRAIN_SCRATCH] = wisp_bytes_add(plan[WISP_PART_TRAIN_SCRATCH], wisp_bytes_of(sizeof(wisp_train), 1));
-    carver c = {NULL, plan};
-    layout(&c, g, hp, cfg, act_row_bytes, NULL);
-}
-
 /* A uniform in +-1/sqrt(n_in) (PEFT's kaiming_uniform with a = sqrt(5)),
  * B zero; one counter-based stream per pair so pairs are independent. */
 static void init_adapter(wisp_train *tr) {
@@ -276,15 +258,14 @@ static void init_adapter(wisp_train *tr) {
     }
 }
 
-wisp_status wisp_train_carve(wisp_ctx *ctx, const wisp_gguf *g, wisp_arena *a, size_t act_row_bytes, wisp_error *err) {
-    const wisp_config *cfg = &ctx->cfg;
+wisp_status wisp_train_layout(wisp_layout *lay, wisp_ctx *ctx, const wisp_gguf *g, const wisp_hparams *hp,
+                              const wisp_config *cfg, size_t act_row_bytes, wisp_error *err) {
     const wisp_train_config *tc = &cfg->train;
     if (tc->seq_len == 0) return WISP_OK;
-    const wisp_hparams *hp = &ctx->model.hp;
-    wisp_train *tr = wisp_arena_alloc(a, sizeof(wisp_train), WISP_PART_TRAIN_SCRATCH);
-    carver c = {a, NULL};
-    layout(&c, g, hp, cfg, act_row_bytes, tr);
-    if (!tr->params || !tr->exec.act)
+    wisp_train *tr = take(lay, 1, sizeof(wisp_train), WISP_PART_TRAIN_SCRATCH);
+    layout(lay, g, hp, cfg, act_row_bytes, tr);
+    if (!lay->arena) return WISP_OK;
+    if (!tr || !tr->params || !tr->exec.act)
         return wisp_fail(err, WISP_ERR_INTERNAL, "training buffers did not fit the planned arena");
     void *act = tr->exec.act;
     size_t act_bytes = tr->exec.act_bytes;
