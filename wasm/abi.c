@@ -10,6 +10,9 @@
  *     ArrayBuffer cannot be read by wasm in place); ww_open takes ownership.
  *   - the I/O buffer (ww_io): prompts in, token pieces and text out.
  *   - the id buffer (ww_ids): token ids in and out, n_ctx entries.
+ *   - records (configuration in, plan figures out, ...): the structs of
+ *     abi_structs.h, in blocks JS allocates once; JS finds their fields by
+ *     name in the layout table of abi_layout.c.
  * Calls return 0 / a count on success and a negative value (or NULL) on
  * failure, with the message in ww_error(). Sizes cross as uint32 (wasm32). */
 #include <stdlib.h>
