@@ -10,6 +10,9 @@
  *     ArrayBuffer cannot be read by wasm in place); ww_open takes ownership.
  *   - the I/O buffer (ww_io): prompts in, token pieces and text out.
  *   - the id buffer (ww_ids): token ids in and out, n_ctx entries.
+ *   - records (configuration in, plan figures out, ...): the structs of
+ *     abi_structs.h, in blocks JS allocates once; JS finds their fields by
+ *     name in the layout table of abi_layout.c.
  * Calls return 0 / a count on success and a negative value (or NULL) on
  * failure, with the message in ww_error(). Sizes cross as uint32 (wasm32). */
 #include <stdlib.h>
@@ -245,89 +248,48 @@ API void ww_close(ww_model *m) {
     free(m);
 }
 
-/* A configuration as JS passes it: int32 fields in this order. */
-enum { CF_N_CTX, CF_N_BATCH, CF_KV_F32, CF_MAX_TEXT, CF_MAX_ADAPTERS, CF_MAX_LORA_RANK, CF_THREADS, CF_COUNT };
-
-API int32_t ww_config_field_count(void) { return CF_COUNT; }
-
-static void config_from(wisp_config *c, const int32_t *f, const wisp_kernels *k, wisp_threads threads) {
+static void config_from(wisp_config *c, const ww_config_in *f, const wisp_kernels *k, wisp_threads threads) {
     *c = wisp_config_default();
-    c->n_ctx = f[CF_N_CTX];
-    c->n_batch = f[CF_N_BATCH];
-    c->kv_type = f[CF_KV_F32] ? WISP_TYPE_F32 : WISP_TYPE_F16;
-    c->max_text_bytes = f[CF_MAX_TEXT] > 0 ? (uint32_t)f[CF_MAX_TEXT] : 0;
-    c->max_adapters = f[CF_MAX_ADAPTERS];
-    c->max_lora_rank = f[CF_MAX_LORA_RANK];
+    c->n_ctx = f->n_ctx;
+    c->n_batch = f->n_batch;
+    c->kv_type = f->kv_f32 ? WISP_TYPE_F32 : WISP_TYPE_F16;
+    c->max_text_bytes = f->max_text_bytes > 0 ? (uint32_t)f->max_text_bytes : 0;
+    c->max_adapters = f->max_adapters;
+    c->max_lora_rank = f->max_lora_rank;
     c->kernels = k;
     c->threads = threads;
 }
 
-/* The figures a plan hands to JS, as one array of doubles whose names
- * ww_plan_field_name gives (so the two sides cannot drift apart). */
-enum {
-    PF_TOTAL,
-    PF_PART0,
-    PF_WEIGHTS = PF_PART0 + WISP_PART_COUNT,
-    PF_FILE,
-    PF_N_CTX,
-    PF_N_BATCH,
-    PF_KV_F32,
-    PF_MAX_TEXT,
-    PF_N_VOCAB,
-    PF_DIM,
-    PF_N_LAYERS,
-    PF_N_HEADS,
-    PF_N_KV_HEADS,
-    PF_HEAD_DIM,
-    PF_FFN_DIM,
-    PF_CTX_TRAIN,
-    PF_MAX_ADAPTERS,
-    PF_MAX_LORA_RANK,
-    PF_COUNT
-};
-
-API int32_t ww_plan_field_count(void) { return PF_COUNT; }
-
-API const char *ww_plan_field_name(int32_t i) {
-    static const char *const names[] = {"total", "weights", "fileBytes", "nCtx", "nBatch", "kvF32", "maxTextBytes",
-                                        "nVocab", "dim", "nLayers", "nHeads", "nKvHeads", "headDim", "ffnDim",
-                                        "ctxTrain", "maxAdapters", "maxLoraRank"};
-    if (i == PF_TOTAL) return names[0];
-    if (i >= PF_PART0 && i < PF_WEIGHTS) return wisp_part_name(i - PF_PART0);
-    if (i >= PF_WEIGHTS && i < PF_COUNT) return names[1 + i - PF_WEIGHTS];
-    return "";
+void ww_plan_out(const ww_model *m, const wisp_memory_plan *p, ww_plan_figures *out) {
+    out->total = (double)p->total;
+    for (int i = 0; i < WISP_PART_COUNT; i++) out->part[i] = (double)p->part[i];
+    out->weights = (double)p->weight_bytes;
+    out->file_bytes = (double)m->gguf.size;
+    out->n_ctx = p->cfg.n_ctx;
+    out->n_batch = p->cfg.n_batch;
+    out->kv_f32 = p->cfg.kv_type == WISP_TYPE_F32;
+    out->max_text_bytes = p->cfg.max_text_bytes;
+    out->max_adapters = p->cfg.max_adapters;
+    out->max_lora_rank = p->cfg.max_lora_rank;
+    out->n_vocab = p->hp.n_vocab;
+    out->dim = p->hp.dim;
+    out->n_layers = p->hp.n_layers;
+    out->n_heads = p->hp.n_heads;
+    out->n_kv_heads = p->hp.n_kv_heads;
+    out->head_dim = p->hp.head_dim;
+    out->ffn_dim = p->hp.ffn_dim;
+    out->ctx_train = p->hp.ctx_train;
 }
 
-void ww_plan_out(const ww_model *m, const wisp_memory_plan *p, double *out) {
-    out[PF_TOTAL] = (double)p->total;
-    for (int i = 0; i < WISP_PART_COUNT; i++) out[PF_PART0 + i] = (double)p->part[i];
-    out[PF_WEIGHTS] = (double)p->weight_bytes;
-    out[PF_FILE] = (double)m->gguf.size;
-    out[PF_N_CTX] = p->cfg.n_ctx;
-    out[PF_N_BATCH] = p->cfg.n_batch;
-    out[PF_KV_F32] = p->cfg.kv_type == WISP_TYPE_F32;
-    out[PF_MAX_TEXT] = p->cfg.max_text_bytes;
-    out[PF_N_VOCAB] = p->hp.n_vocab;
-    out[PF_DIM] = p->hp.dim;
-    out[PF_N_LAYERS] = p->hp.n_layers;
-    out[PF_N_HEADS] = p->hp.n_heads;
-    out[PF_N_KV_HEADS] = p->hp.n_kv_heads;
-    out[PF_HEAD_DIM] = p->hp.head_dim;
-    out[PF_FFN_DIM] = p->hp.ffn_dim;
-    out[PF_CTX_TRAIN] = p->hp.ctx_train;
-    out[PF_MAX_ADAPTERS] = p->cfg.max_adapters;
-    out[PF_MAX_LORA_RANK] = p->cfg.max_lora_rank;
-}
-
-/* The plan for this configuration into out[PF_COUNT], with the kernel
+/* The plan for this configuration into *out, with the kernel
  * table `kernels` names (as ww_init); NULL: the loaded model's, or before
  * init the best available. The level matters: attention's scratch depends
  * on it (core/attention.h). */
-API int32_t ww_plan(ww_model *m, const int32_t *cfg, const char *kernels, double *out) {
+API int32_t ww_plan(ww_model *m, const ww_config_in *cfg, const char *kernels, ww_plan_figures *out) {
     const wisp_kernels *k = kernels || !m->kernels ? ww_pick_kernels(kernels, &m->err) : m->kernels;
     if (!k) return -1;
     wisp_config c;
-    config_from(&c, cfg, k, ww_threads(m, cfg[CF_THREADS]));
+    config_from(&c, cfg, k, ww_threads(m, cfg->threads));
     wisp_memory_plan p;
     if (wisp_plan(&m->gguf, &c, &p, &m->err)) return -1;
     ww_plan_out(m, &p, out);
@@ -356,11 +318,11 @@ API double ww_meta_int(ww_model *m, const char *key) {
 /* Allocate the planned arena and the exchange buffers, then initialise.
  * `kernels` names a kernel table ("scalar", "wasm-simd128"; NULL or "auto":
  * the best). This is where wasm memory grows; nothing allocates after it. */
-API int32_t ww_init(ww_model *m, const int32_t *cfg, const char *kernels) {
+API int32_t ww_init(ww_model *m, const ww_config_in *cfg, const char *kernels) {
     if (!m->bytes) return wisp_fail(&m->err, WISP_ERR_ARG, "this model record holds only a header (plan only)"), -1;
     if (m->ctx) return wisp_fail(&m->err, WISP_ERR_ARG, "the model is already initialised"), -1;
     if (!(m->kernels = ww_pick_kernels(kernels, &m->err))) return -1;
-    if (ww_threads_start(m, cfg[CF_THREADS])) return -1;
+    if (ww_threads_start(m, cfg->threads)) return -1;
     wisp_config c;
     config_from(&c, cfg, m->kernels, ww_threads(m, 1));
     if (wisp_plan(&m->gguf, &c, &m->plan, &m->err)) return -1;
@@ -389,7 +351,7 @@ fail:
     return -1;
 }
 
-API double *ww_plan_of(ww_model *m, double *out) {
+API ww_plan_figures *ww_plan_of(ww_model *m, ww_plan_figures *out) {
     ww_plan_out(m, &m->plan, out);
     return out;
 }

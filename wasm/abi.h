@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "abi_structs.h"
 #include "wisp.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
@@ -73,8 +74,8 @@ wisp_threads ww_threads(const ww_model *m, int32_t n);
 int32_t ww_threads_start(ww_model *m, int32_t n);
 void ww_threads_stop(ww_model *m);
 
-/* The figures of a plan as the array of doubles JS reads (ww_plan_field_name). */
-void ww_plan_out(const ww_model *m, const wisp_memory_plan *p, double *out);
+/* The figures of a plan as the record JS reads. */
+void ww_plan_out(const ww_model *m, const wisp_memory_plan *p, ww_plan_figures *out);
 
 /* Detach (when attached) and free an adapter. */
 void ww_adapter_free(ww_model *m, ww_adapter *a);

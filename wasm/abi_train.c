@@ -28,16 +28,8 @@ typedef struct ww_train {
     ww_adapter *out;        /* the result, allocated at begin */
 } ww_train;
 
-/* Training settings as JS passes them: int32 fields in this order, then
- * float fields. */
-enum { TI_SEQ_LEN, TI_MICRO_BATCH, TI_RANK, TI_STEPS, TI_SEED_LO, TI_SEED_HI, TI_SCHEDULE, TI_WARMUP, TI_FORMAT, TI_DOCS,
-       TI_THREADS, TI_COUNT };
-enum { TF_ALPHA, TF_LR, TF_CLIP, TF_COUNT };
-
-API int32_t ww_train_field_counts(void) { return TI_COUNT << 8 | TF_COUNT; }
-
 /* The engine configuration of a session, as `wisp finetune` builds it. */
-static void train_config(ww_model *m, const int32_t *ti, const float *tf, wisp_config *c) {
+static void train_config(ww_model *m, const ww_train_in *ti, wisp_config *c) {
     *c = wisp_config_default();
     /* before init (a plan from the header) the level loadModel picks by default */
     c->kernels = m->kernels ? m->kernels : ww_pick_kernels(NULL, &m->err);
@@ -45,27 +37,27 @@ static void train_config(ww_model *m, const int32_t *ti, const float *tf, wisp_c
     c->n_ctx = 1;
     c->n_batch = 1;
     c->max_text_bytes = 16;
-    /* the model's pool once loaded; before that, planning for TI_THREADS */
-    c->threads = ww_threads(m, ti[TI_THREADS]);
+    /* the model's pool once loaded; before that, planning for ti->threads */
+    c->threads = ww_threads(m, ti->threads);
     wisp_train_config *t = &c->train;
-    t->seq_len = ti[TI_SEQ_LEN];
-    t->micro_batch = ti[TI_MICRO_BATCH];
-    t->rank = ti[TI_RANK];
-    t->total_steps = ti[TI_STEPS];
-    t->seed = (uint64_t)(uint32_t)ti[TI_SEED_HI] << 32 | (uint32_t)ti[TI_SEED_LO];
-    t->schedule = ti[TI_SCHEDULE];
-    t->warmup_steps = ti[TI_WARMUP];
-    t->alpha = tf[TF_ALPHA];
-    t->lr = tf[TF_LR];
-    t->clip_norm = tf[TF_CLIP];
+    t->seq_len = ti->seq_len;
+    t->micro_batch = ti->micro_batch;
+    t->rank = ti->rank;
+    t->total_steps = ti->steps;
+    t->seed = (uint64_t)ti->seed_hi << 32 | ti->seed_lo;
+    t->schedule = ti->schedule;
+    t->warmup_steps = ti->warmup;
+    t->alpha = ti->alpha;
+    t->lr = ti->lr;
+    t->clip_norm = ti->clip;
     t->optimizer = WISP_OPTIMIZER_ADAMW;
 }
 
 /* The plan of a training session (the training context's arena) into the
  * plan figures at `out` (see ww_plan). */
-API int32_t ww_train_plan(ww_model *m, const int32_t *ti, const float *tf, double *out) {
+API int32_t ww_train_plan(ww_model *m, const ww_train_in *ti, ww_plan_figures *out) {
     wisp_config c;
-    train_config(m, ti, tf, &c);
+    train_config(m, ti, &c);
     wisp_memory_plan p;
     if (wisp_plan(&m->gguf, &c, &p, &m->err)) return -1;
     ww_plan_out(m, &p, out);
@@ -183,10 +175,10 @@ static void *chat_template_of(const wisp_gguf *g, const wisp_tokenizer *tok, wis
 
 /* Tokenize and index the training data (plain text or JSONL, see
  * train_data.h) into arrays sized by its plan. */
-static wisp_status build_data(ww_train *t, const wisp_gguf *g, const char *bytes, size_t n, const int32_t *ti,
+static wisp_status build_data(ww_train *t, const wisp_gguf *g, const char *bytes, size_t n, const ww_train_in *ti,
                               wisp_error *err) {
     const wisp_tokenizer *tok = wisp_ctx_tokenizer(t->ctx);
-    wisp_data_options o = {ti[TI_FORMAT] ? WISP_DATA_JSONL : WISP_DATA_TEXT, ti[TI_DOCS] ? WISP_DOCS_BLANK_LINE : WISP_DOCS_FILE,
+    wisp_data_options o = {ti->jsonl ? WISP_DATA_JSONL : WISP_DATA_TEXT, ti->blank_line_docs ? WISP_DOCS_BLANK_LINE : WISP_DOCS_FILE,
                            t->S, 0.0f, t->plan.cfg.train.seed, 0};
     wisp_data_chat chat;
     void *chat_mem = o.format == WISP_DATA_JSONL ? chat_template_of(g, tok, &chat) : NULL;
@@ -202,7 +194,7 @@ static wisp_status build_data(ww_train *t, const wisp_gguf *g, const char *bytes
 /* Start a session on the training data in `bytes` (from ww_alloc; ownership
  * passes, even on failure: they are freed once tokenized). This is where
  * wasm memory grows for fine-tuning. */
-API ww_train *ww_train_begin(ww_model *m, const int32_t *ti, const float *tf, char *bytes, uint32_t n) {
+API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, uint32_t n) {
     ww_train *t = calloc(1, sizeof *t);
     if (!t) {
         free(bytes);
@@ -211,7 +203,7 @@ API ww_train *ww_train_begin(ww_model *m, const int32_t *ti, const float *tf, ch
     }
     t->m = m;
     wisp_config c;
-    train_config(m, ti, tf, &c);
+    train_config(m, ti, &c);
     if (wisp_plan(&m->gguf, &c, &t->plan, &m->err)) goto fail;
     t->S = t->plan.cfg.train.seq_len;
     t->B = t->plan.cfg.train.micro_batch;
@@ -239,9 +231,8 @@ fail:
 /* Training windows (or JSONL records) in the data. */
 API int32_t ww_train_examples(ww_train *t) { return wisp_data_count(&t->data, WISP_SPLIT_TRAIN); }
 
-/* One optimizer step over the next micro_batch examples. out[]: loss,
- * scored targets, learning rate, gradient norm, steps done, epoch. */
-API int32_t ww_train_step(ww_train *t, double *out) {
+/* One optimizer step over the next micro_batch examples; what it did into *out. */
+API int32_t ww_train_step(ww_train *t, ww_train_step_out *out) {
     ww_model *m = t->m;
     wisp_data_next(&t->data, t->B, t->batch, t->mask);
     double loss = 0;
@@ -249,12 +240,12 @@ API int32_t ww_train_step(ww_train *t, double *out) {
     wisp_train_step_info info;
     if (wisp_train_micro_step(t->ctx, t->batch, t->mask, t->B, &loss, &scored, &m->err)) return -1;
     if (wisp_train_optimizer_step(t->ctx, &info, &m->err)) return -1;
-    out[0] = loss;
-    out[1] = scored;
-    out[2] = info.lr;
-    out[3] = info.grad_norm;
-    out[4] = (double)info.step;
-    out[5] = (double)t->data.epoch;
+    out->loss = loss;
+    out->scored = scored;
+    out->lr = info.lr;
+    out->grad_norm = info.grad_norm;
+    out->step = (double)info.step;
+    out->epoch = (double)t->data.epoch;
     return 0;
 }
 

@@ -1,6 +1,7 @@
 // LoRA adapters of a model: loaded from GGUF LoRA (llama.cpp) files or made by
 // model.finetune(), attached with model.useAdapter, saved as GGUF or PEFT.
 import { WispError } from './errors.mjs';
+import { disposeSymbol } from './util.mjs';
 import { readIntoEngine, sourceKind } from './source.mjs';
 
 export class Adapter {
@@ -84,6 +85,9 @@ export class Adapter {
     this.#model._disposeAdapter(this, this.#ptr);
     this.#disposed = true;
   }
+
+  /** `using adapter = ...`: dispose at the end of the block. */
+  [disposeSymbol]() { this.dispose(); }
 }
 
 function isGGUF(bytes) {

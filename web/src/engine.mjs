@@ -129,16 +129,88 @@ export async function newEngine({ threads = 1 } = {}) {
 }
 
 const encoder = new TextEncoder();
+
+// Little-endian accessors of the record field types (wasm is little-endian).
+const setters = {
+  i32: (v, at, x) => v.setInt32(at, x, true), u32: (v, at, x) => v.setUint32(at, x >>> 0, true),
+  f32: (v, at, x) => v.setFloat32(at, x, true), f64: (v, at, x) => v.setFloat64(at, x, true),
+};
+const getters = {
+  i32: (v, at) => v.getInt32(at, true), u32: (v, at) => v.getUint32(at, true),
+  f32: (v, at) => v.getFloat32(at, true), f64: (v, at) => v.getFloat64(at, true),
+};
 const decoder = new TextDecoder();
 
 // C functions that return a pointer or a uint32: wasm hands them to JS as
 // int32, so addresses past 2 GiB (wasm32 reaches 4 GiB) would come out
 // negative; these are read back unsigned (>>> 0). web/test checks this list
 // against wasm/abi*.c.
-export const UNSIGNED_RESULTS = ['ww_alloc', 'ww_error', 'ww_error_code', 'ww_open', 'ww_open_header', 'ww_plan_field_name',
-  'ww_plan_of', 'ww_kernels_name', 'ww_io', 'ww_io_cap', 'ww_ids', 'ww_detokenize', 'ww_token_piece', 'ww_logits',
+export const UNSIGNED_RESULTS = ['ww_alloc', 'ww_error', 'ww_error_code', 'ww_open', 'ww_open_header', 'ww_part_name',
+  'ww_record_name', 'ww_field_name', 'ww_field_type', 'ww_plan_of', 'ww_kernels_name', 'ww_io', 'ww_io_cap', 'ww_ids', 'ww_detokenize', 'ww_token_piece', 'ww_logits',
   'ww_adapter_open_gguf', 'ww_adapter_open_peft', 'ww_adapter_notes', 'ww_adapter_peft_config', 'ww_adapter_peft_config_len',
   'ww_train_begin', 'ww_train_finish', 'ww_embed', 'ww_chat_text'];
+
+// The records this file exchanges with C (the structs of wasm/abi_structs.h),
+// each field with the type it must have there: 'f64', 'i32', 'u32', 'f32', or
+// 'char[]' / 'f64[]' for arrays. Offsets are never written here: they come
+// from C's layout table (wasm/abi_layout.c) when an engine starts, and an
+// engine whose table lacks one of these fields, or types it differently, is
+// refused (web/test/test_abi_layout.mjs checks both sides).
+export const ABI_RECORDS = {
+  config: {
+    n_ctx: 'i32', n_batch: 'i32', kv_f32: 'i32', max_text_bytes: 'i32', max_adapters: 'i32', max_lora_rank: 'i32',
+    threads: 'i32',
+  },
+  plan: {
+    total: 'f64', part: 'f64[]', weights: 'f64', file_bytes: 'f64', n_ctx: 'f64', n_batch: 'f64', kv_f32: 'f64',
+    max_text_bytes: 'f64', max_adapters: 'f64', max_lora_rank: 'f64', n_vocab: 'f64', dim: 'f64', n_layers: 'f64',
+    n_heads: 'f64', n_kv_heads: 'f64', head_dim: 'f64', ffn_dim: 'f64', ctx_train: 'f64',
+  },
+  train: {
+    seq_len: 'i32', micro_batch: 'i32', rank: 'i32', steps: 'i32', seed_lo: 'u32', seed_hi: 'u32', schedule: 'i32',
+    warmup: 'i32', jsonl: 'i32', blank_line_docs: 'i32', threads: 'i32', alpha: 'f32', lr: 'f32', clip: 'f32',
+  },
+  train_step: { loss: 'f64', scored: 'f64', lr: 'f64', grad_norm: 'f64', step: 'f64', epoch: 'f64' },
+  strings: { key: 'char[]', second_key: 'char[]', meta: 'char[]' },
+};
+
+const ELEMENT_BYTES = { i32: 4, u32: 4, f32: 4, f64: 8, char: 1 };
+
+// C's layout table: { record: { size, fields: { name: { offset, type, elements, size } } } }.
+export function readLayout(mod, cstring) {
+  const layout = {};
+  for (let r = 0, n = mod._ww_record_count(); r < n; r++)
+    layout[cstring(mod._ww_record_name(r))] = { size: mod._ww_record_size(r), fields: {} };
+  for (let i = 0, n = mod._ww_field_count(); i < n; i++) {
+    const record = Object.values(layout)[mod._ww_field_record(i)];
+    record.fields[cstring(mod._ww_field_name(i))] = {
+      offset: mod._ww_field_offset(i), type: cstring(mod._ww_field_type(i)), elements: mod._ww_field_elements(i),
+      size: mod._ww_field_size(i),
+    };
+  }
+  return layout;
+}
+
+// What in a C layout table disagrees with ABI_RECORDS (empty when nothing):
+// a record or field JS uses that C lacks, another type, a field outside its record.
+export function layoutMismatches(layout) {
+  const wrong = [];
+  for (const [record, fields] of Object.entries(ABI_RECORDS)) {
+    const r = layout[record];
+    if (!r) { wrong.push(`record ${record} is missing`); continue; }
+    for (const [name, want] of Object.entries(fields)) {
+      const f = r.fields[name];
+      const array = want.endsWith('[]');
+      const type = array ? want.slice(0, -2) : want;
+      if (!f) wrong.push(`${record}.${name} is missing`);
+      else if (f.type !== type || (array ? f.elements < 1 : f.elements !== 1))
+        wrong.push(`${record}.${name} is ${f.type}${f.elements > 1 ? `[${f.elements}]` : ''} in C, ${want} in JS`);
+      else if (f.size !== f.elements * ELEMENT_BYTES[type] || f.offset < 0 || f.offset + f.size > r.size)
+        wrong.push(`${record}.${name} (${f.size} bytes at ${f.offset}) does not fit its type or the ${r.size}-byte record`);
+    }
+  }
+  return wrong;
+}
 
 export class Engine {
   #u8 = null;
@@ -155,17 +227,53 @@ export class Engine {
     this.mod = abi;
     this.abi = abi;
     this.threaded = threads > 1;
-    this.configFields = mod._ww_config_field_count();
-    this.planNames = [];
-    for (let i = 0, n = mod._ww_plan_field_count(); i < n; i++) this.planNames.push(this.cstring(mod._ww_plan_field_name(i)));
-    this.partNames = this.planNames.slice(1, this.planNames.indexOf('weights'));
-    // Small fixed scratch, taken at creation so later calls allocate nothing:
-    //   +0     plan figures (doubles) and training step results
-    //   +1024  engine configuration (int32, wasm/abi.c CF_*)
-    //   +1536  training settings (int32 TI_*), +1600 (float TF_*)
-    //   +2048  short NUL-terminated strings (scratchString; +512 for a second one)
-    //   +3072  metadata strings read back (metaString)
-    this.scratch = this.alloc(4096);
+    this.layout = readLayout(abi, (p) => this.cstring(p));
+    const wrong = layoutMismatches(this.layout);
+    if (wrong.length) throw new WispError('internal', `the wasm engine's records do not match this package: ${wrong.join('; ')}`);
+    this.partNames = [];
+    for (let i = 0; i < this.layout.plan.fields.part.elements; i++) this.partNames.push(this.cstring(abi._ww_part_name(i)));
+    // One block per record, taken at creation so later calls allocate nothing.
+    this.records = Object.fromEntries(Object.keys(ABI_RECORDS).map((name) => [name, this.alloc(this.layout[name].size)]));
+  }
+
+  // The address of a record's block (what the C calls take).
+  record(name) { return this.records[name]; }
+
+  // Fields of a record, by name, into its block; every field of
+  // ABI_RECORDS[name] must be given (a forgotten one would keep a stale value).
+  write(name, values) {
+    const expected = Object.keys(ABI_RECORDS[name]);
+    const unknown = Object.keys(values).filter((k) => !expected.includes(k));
+    const missing = expected.filter((k) => !(k in values) && ABI_RECORDS[name][k] !== 'char[]');
+    if (unknown.length || missing.length)
+      throw new WispError('internal', `record ${name}: unknown fields [${unknown}], missing fields [${missing}]`);
+    const view = new DataView(this.u8.buffer);
+    const base = this.records[name];
+    for (const [field, value] of Object.entries(values)) {
+      const f = this.layout[name].fields[field];
+      setters[f.type](view, base + f.offset, value);
+    }
+    return base;
+  }
+
+  // A record's numeric fields by name (arrays as arrays).
+  read(name) {
+    const view = new DataView(this.u8.buffer);
+    const base = this.records[name];
+    const out = {};
+    for (const field of Object.keys(ABI_RECORDS[name])) {
+      const f = this.layout[name].fields[field];
+      if (f.type === 'char') continue;
+      const at = (k) => getters[f.type](view, base + f.offset + k * ELEMENT_BYTES[f.type]);
+      out[field] = ABI_RECORDS[name][field].endsWith('[]') ? Array.from({ length: f.elements }, (_, k) => at(k)) : at(0);
+    }
+    return out;
+  }
+
+  // The address of a char field of the strings record, and its capacity.
+  stringField(field) {
+    const f = this.layout.strings.fields[field];
+    return { ptr: this.records.strings + f.offset, cap: f.size };
   }
 
   // The threaded build's memory is shared: its views are made here, anew
@@ -211,42 +319,40 @@ export class Engine {
     return new WispError(this.cstring(this.mod._ww_error_code(model)), this.cstring(this.mod._ww_error(model)));
   }
 
-  // A NUL-terminated string in the scratch area (short strings only).
-  scratchString(s, offset = 0) {
+  // A short NUL-terminated string in the strings record: its field 'key', or
+  // 'second_key' for a second string of the same call.
+  scratchString(s, field = 'key') {
     const bytes = encoder.encode(s);
-    if (bytes.length + 1 > 512) throw new WispError('arg', `'${s.slice(0, 40)}…' is too long (at most 511 bytes)`);
-    const p = this.scratch + 2048 + offset;
+    const { ptr: p, cap } = this.stringField(field);
+    if (bytes.length + 1 > cap) throw new WispError('arg', `'${s.slice(0, 40)}…' is too long (at most ${cap - 1} bytes)`);
     this.u8.set(bytes, p);
     this.u8[p + bytes.length] = 0;
     return p;
   }
 
-  // int32 configuration fields, in wasm/abi.c's CF_* order.
+  // An engine configuration into the config record; its address.
   config(c) {
-    const fields = [c.ctx ?? 0, c.batch ?? 0, c.kvType === 'f32' ? 1 : 0, c.maxTextBytes ?? 0, c.maxAdapters ?? 0,
-      c.maxLoraRank ?? 0, c.threads ?? 1];
-    const i32 = new Int32Array(this.u8.buffer, this.scratch + 1024, this.configFields);
-    fields.forEach((v, i) => { i32[i] = v; });
-    return this.scratch + 1024;
+    return this.write('config', {
+      n_ctx: c.ctx ?? 0, n_batch: c.batch ?? 0, kv_f32: c.kvType === 'f32' ? 1 : 0, max_text_bytes: c.maxTextBytes ?? 0,
+      max_adapters: c.maxAdapters ?? 0, max_lora_rank: c.maxLoraRank ?? 0, threads: c.threads ?? 1,
+    });
   }
 
-  // A plan as an object, from PF_* doubles at the scratch area.
+  // A plan as an object, from the plan record.
   readPlan() {
-    const f64 = new Float64Array(this.u8.buffer, this.scratch, this.planNames.length);
-    const v = Object.fromEntries(this.planNames.map((name, i) => [name, f64[i]]));
-    const parts = Object.fromEntries(this.partNames.map((name) => [name, v[name]]));
+    const v = this.read('plan');
     return {
       total: v.total,
-      parts,
+      parts: Object.fromEntries(this.partNames.map((name, i) => [name, v.part[i]])),
       weights: v.weights,
-      fileBytes: v.fileBytes,
+      fileBytes: v.file_bytes,
       config: {
-        ctx: v.nCtx, batch: v.nBatch, kvType: v.kvF32 ? 'f32' : 'f16', maxTextBytes: v.maxTextBytes,
-        maxAdapters: v.maxAdapters, maxLoraRank: v.maxLoraRank,
+        ctx: v.n_ctx, batch: v.n_batch, kvType: v.kv_f32 ? 'f32' : 'f16', maxTextBytes: v.max_text_bytes,
+        maxAdapters: v.max_adapters, maxLoraRank: v.max_lora_rank,
       },
       model: {
-        nVocab: v.nVocab, dim: v.dim, nLayers: v.nLayers, nHeads: v.nHeads, nKvHeads: v.nKvHeads,
-        headDim: v.headDim, ffnDim: v.ffnDim, ctxTrain: v.ctxTrain,
+        nVocab: v.n_vocab, dim: v.dim, nLayers: v.n_layers, nHeads: v.n_heads, nKvHeads: v.n_kv_heads,
+        headDim: v.head_dim, ffnDim: v.ffn_dim, ctxTrain: v.ctx_train,
       },
     };
   }
@@ -254,8 +360,8 @@ export class Engine {
   // Metadata strings of a GGUF (general.name, general.architecture).
   metaString(model, key) {
     const k = this.scratchString(key);
-    const out = this.scratch + 3072;
-    const n = this.mod._ww_meta_str(model, k, out, 1024);
-    return n < 0 ? undefined : this.cstring(out, 1024);
+    const { ptr: out, cap } = this.stringField('meta');
+    const n = this.mod._ww_meta_str(model, k, out, cap);
+    return n < 0 ? undefined : this.cstring(out, cap);
   }
 }

@@ -7,7 +7,7 @@ import { chooseThreads, newEngine } from './engine.mjs';
 import { WispError, abortError } from './errors.mjs';
 import { checkFits, planPrefix } from './plan.mjs';
 import { openModelSource } from './cache.mjs';
-import { Lock, checkNumber, checkOptions, makeYielder, now, seedHalves, yieldToEventLoop } from './util.mjs';
+import { Lock, checkNumber, checkOptions, disposeSymbol, makeYielder, now, seedHalves, yieldToEventLoop } from './util.mjs';
 
 const END = -2;
 const FULL = -3;
@@ -79,7 +79,7 @@ export class Model {
     this.#engine = engine;
     this.#ptr = ptr;
     const e = engine;
-    e.mod._ww_plan_of(ptr, e.scratch);
+    e.mod._ww_plan_of(ptr, e.record('plan'));
     /** Threads generation and fine-tuning run on (1: the single-thread build). */
     this.threads = e.mod._ww_n_threads(ptr);
     /** Why the model runs on one thread (null when it has more). */
@@ -121,7 +121,7 @@ export class Model {
       ptr = engine.mod._ww_open(bytes, size);
       if (!ptr) throw engine.error(0);
       let kernels = 0;
-      if (options.kernels !== undefined) kernels = engine.scratchString(String(options.kernels), 512);
+      if (options.kernels !== undefined) kernels = engine.scratchString(String(options.kernels), 'second_key');
       if (engine.mod._ww_init(ptr, engine.config(cfg), kernels) !== 0) throw engine.error(ptr);
       const model = new Model(engine, ptr, src.name, cfg.whyNotThreaded);
       model.info.cache = src.cache;
@@ -159,7 +159,7 @@ export class Model {
     checkOptions('plan', options, ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'finetune']);
     const e = this.#engine;
     if (options.finetune) return planFinetune(e, this.#ptr, options.finetune, this.threads);
-    if (e.mod._ww_plan(this.#ptr, e.config({ ...engineConfig(options), threads: this.threads }), 0, e.scratch) !== 0)
+    if (e.mod._ww_plan(this.#ptr, e.config({ ...engineConfig(options), threads: this.threads }), 0, e.record('plan')) !== 0)
       throw e.error(this.#ptr);
     const plan = e.readPlan();
     plan.config.threads = this.threads;
@@ -414,7 +414,7 @@ export class Model {
       const bytes = new TextEncoder().encode(text);
       const ptr = e.alloc(bytes.length + 1);
       e.u8.set(bytes, ptr);
-      t = m._ww_train_begin(this.#ptr, ...writeTrainFields(e, { ...o, format, docs }, this.threads), ptr, bytes.length);
+      t = m._ww_train_begin(this.#ptr, writeTrainSettings(e, { ...o, format, docs }, this.threads), ptr, bytes.length);
       if (!t) throw e.error(this.#ptr);
       const examples = m._ww_train_examples(t);
       const perStep = o.batch * o.ctx;
@@ -423,11 +423,11 @@ export class Model {
         Model.checkAbort(o.signal);
         if (this.#disposed) throw new WispError('disposed', 'the model was disposed while fine-tuning');
         const ts = now();
-        if (m._ww_train_step(t, e.scratch) !== 0) throw e.error(this.#ptr);
+        if (m._ww_train_step(t, e.record('train_step')) !== 0) throw e.error(this.#ptr);
         const tEnd = now();
-        const r = new Float64Array(e.u8.buffer, e.scratch, 6);
+        const r = e.read('train_step');
         o.onProgress?.({
-          step, steps: o.steps, loss: r[0], scoredTokens: r[1], lr: r[2], gradNorm: r[3], epoch: r[5], examples,
+          step, steps: o.steps, loss: r.loss, scoredTokens: r.scored, lr: r.lr, gradNorm: r.grad_norm, epoch: r.epoch, examples,
           tokensPerSecond: perStep / Math.max(tEnd - ts, 1e-3) * 1000,
           averageTokensPerSecond: step * perStep / Math.max(tEnd - t0, 1e-3) * 1000,
           tokens: step * perStep, elapsedMs: tEnd - t0, memoryBytes: e.memoryBytes,
@@ -488,6 +488,9 @@ export class Model {
       this.#engine = null;
     });
   }
+
+  /** `using model = await loadModel(...)`: dispose at the end of the block. */
+  [disposeSymbol]() { this.dispose(); }
 
   get disposed() { return this.#disposed; }
 
@@ -560,23 +563,22 @@ function trainingText(data, o) {
   throw new WispError('arg', 'training data must be a string, an array of strings (documents) or an array of records');
 }
 
-// Training settings into the scratch area as wasm/abi_train.c's TI_*/TF_*
-// fields; returns the two pointers.
-function writeTrainFields(e, o, threads) {
+// Training settings into the train record (wasm/abi_structs.h ww_train_in);
+// its address.
+function writeTrainSettings(e, o, threads) {
   const [lo, hi] = seedHalves(o.seed);
-  const ti = e.scratch + 1536;
-  const tf = e.scratch + 1600;
-  new Int32Array(e.u8.buffer, ti, 11).set([o.ctx, o.batch, o.rank, o.steps, lo | 0, hi | 0, SCHEDULES.indexOf(o.schedule),
-    o.warmup, o.format === 'jsonl' ? 1 : 0, o.docs === 'blank' ? 1 : 0, threads]);
-  new Float32Array(e.u8.buffer, tf, 3).set([o.alpha, o.lr, o.clip]);
-  return [ti, tf];
+  return e.write('train', {
+    seq_len: o.ctx, micro_batch: o.batch, rank: o.rank, steps: o.steps, seed_lo: lo, seed_hi: hi,
+    schedule: SCHEDULES.indexOf(o.schedule), warmup: o.warmup, jsonl: o.format === 'jsonl' ? 1 : 0,
+    blank_line_docs: o.docs === 'blank' ? 1 : 0, threads, alpha: o.alpha, lr: o.lr, clip: o.clip,
+  });
 }
 
 // The plan of a fine-tuning session with these options, on `threads` threads.
 export function planFinetune(e, ptr, options, threads) {
   checkOptions('plan finetune', options, FINETUNE_OPTIONS);
   const o = finetuneOptions(options);
-  if (e.mod._ww_train_plan(ptr, ...writeTrainFields(e, o, threads), e.scratch) !== 0) throw e.error(ptr);
+  if (e.mod._ww_train_plan(ptr, writeTrainSettings(e, o, threads), e.record('plan')) !== 0) throw e.error(ptr);
   const plan = e.readPlan();
   plan.config.threads = threads;
   return plan;

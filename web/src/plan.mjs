@@ -68,8 +68,8 @@ function planHeader(e, p, n, fileSize, cfg, name, { finetune, kernels }) {
         "wisp reads a model from one file; merge the shards first (llama.cpp's llama-gguf-split --merge)");
     }
     // the kernel level as loadModel would choose it: attention's scratch depends on it
-    const k = kernels === undefined ? 0 : e.scratchString(String(kernels), 512);
-    if (e.mod._ww_plan(model, e.config(cfg), k, e.scratch) !== 0) throw e.error(model);
+    const k = kernels === undefined ? 0 : e.scratchString(String(kernels), 'second_key');
+    if (e.mod._ww_plan(model, e.config(cfg), k, e.record('plan')) !== 0) throw e.error(model);
     const plan = e.readPlan();
     plan.config.threads = cfg.threads;
     plan.whyNotThreaded = cfg.whyNotThreaded;

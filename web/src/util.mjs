@@ -79,3 +79,10 @@ export function checkOptions(what, options, allowed) {
     if (!allowed.includes(k)) throw new WispError('arg', `${what}: unknown option '${k}' (known: ${allowed.join(', ')})`);
   return options;
 }
+
+// The symbols `using` and `await using` call (explicit resource management):
+// the runtime's own; where it has none, the registered symbols Node 20 and
+// TypeScript's down-level helpers use for them, so older runtimes can still
+// call them by hand.
+export const disposeSymbol = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+export const asyncDisposeSymbol = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');

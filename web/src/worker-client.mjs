@@ -5,6 +5,7 @@
 import { isNode } from './engine.mjs';
 import { WispError } from './errors.mjs';
 import { completeResult } from './model.mjs';
+import { asyncDisposeSymbol } from './util.mjs';
 
 async function spawn(url) {
   if (isNode) {
@@ -125,6 +126,9 @@ export class WorkerAdapter {
     this.disposed = true;
     if (!this.#model.disposed) await this.#model._call('disposeAdapter', { id: this.id });
   }
+
+  /** `await using adapter = ...`: dispose at the end of the block. */
+  [asyncDisposeSymbol]() { return this.dispose(); }
 }
 
 export class WorkerModel {
@@ -239,6 +243,9 @@ export class WorkerModel {
       this.#client.terminate();
     }
   }
+
+  /** `await using model = await createWorkerModel(...)`: dispose at the end of the block. */
+  [asyncDisposeSymbol]() { return this.dispose(); }
 }
 
 // Bytes that view part of a larger buffer are sliced, so only they are copied.

@@ -1,4 +1,5 @@
 // Types of the npm package `wisp` (src/index.mjs).
+/// <reference lib="esnext.disposable" />
 
 /** Where a GGUF comes from. Strings are URLs in browsers and file paths in Node (unless http:, https:, data: or blob:). */
 export type ModelSource = Uint8Array | ArrayBuffer | ArrayBufferView | Blob | Response | URL | string;
@@ -288,6 +289,8 @@ export interface Adapter {
   toPEFT(options?: ExportOptions): PeftFiles;
   /** detach and free */
   dispose(): void;
+  /** `using adapter = ...` disposes it at the end of the block */
+  [Symbol.dispose](): void;
 }
 
 export interface ModelInfo {
@@ -359,6 +362,8 @@ export interface Model {
   useAdapter(adapter: Adapter, scale?: number): void;
   removeAdapter(adapter: Adapter): void;
   dispose(): void;
+  /** `using model = await loadModel(...)` disposes it at the end of the block */
+  [Symbol.dispose](): void;
 }
 
 export interface WorkerAdapter {
@@ -369,6 +374,8 @@ export interface WorkerAdapter {
   toGGUF(options?: ExportOptions): Promise<Uint8Array>;
   toPEFT(options?: ExportOptions): Promise<PeftFiles>;
   dispose(): Promise<void>;
+  /** `await using adapter = ...` disposes it at the end of the block */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** A model running in a worker: the same calls, all asynchronous. */
@@ -398,6 +405,8 @@ export interface WorkerModel {
   useAdapter(adapter: WorkerAdapter, scale?: number): Promise<void>;
   removeAdapter(adapter: WorkerAdapter): Promise<void>;
   dispose(): Promise<void>;
+  /** `await using model = await createWorkerModel(...)` disposes it at the end of the block */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** A GGUF LoRA (bytes, File/Blob, URL or path), or PEFT's two files. */

@@ -84,10 +84,25 @@ async function worker(url: string): Promise<void> {
   console.log(sync);
 }
 
+// `using` / `await using` dispose models and adapters at the end of the block.
+async function scoped(bytes: Uint8Array, url: string): Promise<void> {
+  using m = await loadModel(bytes);
+  using a: Adapter = await m.finetune('text', { steps: 1 });
+  await using wm = await loadModel(url, { worker: true });
+  await using wa = await wm.finetune('text', { steps: 1 });
+  const sync: Disposable = m;
+  const later: AsyncDisposable = wm;
+  console.log(a.info.rank, wa.id, sync, later);
+  // @ts-expect-error a worker model is disposed asynchronously only (no Symbol.dispose)
+  using w2 = await createWorkerModel(url);
+  console.log(w2.threads);
+}
+
 configureEngine({ wasmUrl: '/wisp-engine.wasm', threadedWasmUrl: '/wisp-engine-mt.wasm' });
 try {
   await direct(new Uint8Array(0), new File([], 'm.gguf'));
   await worker('m.gguf');
+  await scoped(new Uint8Array(0), 'm.gguf');
 } catch (e) {
   if (e instanceof WispError) console.log(e.code === 'format', e.message);
 }
