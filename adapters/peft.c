@@ -620,7 +620,7 @@ wisp_status wisp_peft_write_config(const wisp_lora *l, const wisp_hparams *base,
     wisp_jw_key(&w, "task_type");
     wisp_jw_string(&w, "CAUSAL_LM");
     wisp_jw_key(&w, "use_dora");
-    wisp_jw_bool(&w, false);
+    wisp_jw_bool(&w, wisp_lora_is_dora(l));
     wisp_jw_key(&w, "use_rslora");
     wisp_jw_bool(&w, l->rslora);
     wisp_jw_end_object(&w);
@@ -634,13 +634,23 @@ wisp_status wisp_peft_write_config(const wisp_lora *l, const wisp_hparams *base,
 
 #define EXPORT_NAME_MAX 96
 
+/* tensors per pair: A, B and, for DoRA, the magnitude */
+static size_t tensors_per_pair(const wisp_lora *l) { return wisp_lora_is_dora(l) ? 3 : 2; }
+
 size_t wisp_peft_export_bytes(const wisp_lora *l) {
-    return (size_t)(l->n_pairs > 0 ? l->n_pairs : 0) * 2 * (sizeof(wisp_st_out_tensor) + EXPORT_NAME_MAX);
+    return (size_t)(l->n_pairs > 0 ? l->n_pairs : 0) * tensors_per_pair(l) * (sizeof(wisp_st_out_tensor) + EXPORT_NAME_MAX);
 }
 
+/* half 'A', 'B', or 'M' for DoRA's magnitude, which PEFT saves as
+ * "<module>.lora_magnitude_vector" (no ".weight": PEFT >= 0.12 strips the
+ * suffix its DoraLinearLayer parameter gained, keeping the 0.9 names) */
 static void tensor_key(const wisp_lora_pair *q, char half, char *buf, size_t cap) {
-    wisp_format(buf, cap, "base_model.model.model.layers.%d.%s.%s.lora_%c.weight", (int)q->layer, parent_of(q->proj),
-                wisp_proj_hf_name(q->proj), half);
+    if (half == 'M')
+        wisp_format(buf, cap, "base_model.model.model.layers.%d.%s.%s.lora_magnitude_vector", (int)q->layer,
+                    parent_of(q->proj), wisp_proj_hf_name(q->proj));
+    else
+        wisp_format(buf, cap, "base_model.model.model.layers.%d.%s.%s.lora_%c.weight", (int)q->layer,
+                    parent_of(q->proj), wisp_proj_hf_name(q->proj), half);
 }
 
 wisp_status wisp_peft_write_safetensors(const wisp_lora *l, const wisp_hparams *base, void *scratch,
@@ -652,22 +662,22 @@ wisp_status wisp_peft_write_safetensors(const wisp_lora *l, const wisp_hparams *
     if (scratch_bytes < need || (need && (!scratch || (uintptr_t)scratch % 8)))
         return wisp_fail(err, WISP_ERR_CAPACITY, "PEFT export needs %zu bytes of scratch (8-byte aligned), got %zu",
                          need, scratch_bytes);
-    size_t n_t = 2 * (size_t)l->n_pairs;
+    size_t per = tensors_per_pair(l), n_t = per * (size_t)l->n_pairs;
     wisp_st_out_tensor *ts = scratch;
     char *names = (char *)(ts + n_t);
     for (int32_t i = 0; i < l->n_pairs; i++) {
         const wisp_lora_pair *q = &l->pairs[i];
         int dtype = wisp_st_dtype_from_wisp(q->type);
-        for (int h = 0; h < 2; h++) {
-            wisp_st_out_tensor *t = &ts[2 * i + h];
-            char *name = names + (2 * (size_t)i + (size_t)h) * EXPORT_NAME_MAX;
-            tensor_key(q, h ? 'B' : 'A', name, EXPORT_NAME_MAX);
+        for (size_t h = 0; h < per; h++) {
+            wisp_st_out_tensor *t = &ts[per * (size_t)i + h];
+            char *name = names + (per * (size_t)i + h) * EXPORT_NAME_MAX;
+            tensor_key(q, "ABM"[h], name, EXPORT_NAME_MAX);
             memset(t, 0, sizeof *t);
             t->name = name;
-            t->dtype = dtype;
-            t->n_dims = 2;
-            t->shape[0] = h ? q->n_out : q->rank;
-            t->shape[1] = h ? q->rank : q->n_in;
+            t->dtype = h == 2 ? wisp_st_dtype_from_wisp(WISP_TYPE_F32) : dtype;
+            t->n_dims = h == 2 ? 1 : 2;
+            t->shape[0] = h == 2 ? q->n_out : h ? q->n_out : q->rank;
+            t->shape[1] = h == 2 ? 0 : h ? q->rank : q->n_in;
         }
     }
     static const char *const meta[] = {"format", "pt"};
@@ -676,15 +686,24 @@ wisp_status wisp_peft_write_safetensors(const wisp_lora *l, const wisp_hparams *
         const wisp_lora_pair *q = &l->pairs[i];
         size_t eb = wisp_lora_elem_bytes(q->type), row = (size_t)q->rank * eb;
         if ((st = wisp_sink_write(sink, q->a, (size_t)q->n_in * row, err))) return st;
-        if (!wisp_lora_permutes(base->arch, q->proj)) {
+        bool permutes = wisp_lora_permutes(base->arch, q->proj);
+        int32_t head_rows = permutes ? wisp_lora_head_rows(base, q->proj) : 0;
+        if (!permutes) {
             if ((st = wisp_sink_write(sink, q->b, (size_t)q->n_out * row, err))) return st;
+        } else {
+            for (int32_t h = 0; h < q->n_out; h++) {
+                const uint8_t *src = (const uint8_t *)q->b + (size_t)wisp_lora_gguf_row(h, head_rows) * row;
+                if ((st = wisp_sink_write(sink, src, row, err))) return st;
+            }
+        }
+        if (per < 3) continue;
+        if (!permutes) {
+            if ((st = wisp_sink_write(sink, q->magnitude, (size_t)q->n_out * sizeof(float), err))) return st;
             continue;
         }
-        int32_t head_rows = wisp_lora_head_rows(base, q->proj);
-        for (int32_t h = 0; h < q->n_out; h++) {
-            const uint8_t *src = (const uint8_t *)q->b + (size_t)wisp_lora_gguf_row(h, head_rows) * row;
-            if ((st = wisp_sink_write(sink, src, row, err))) return st;
-        }
+        for (int32_t h = 0; h < q->n_out; h++) /* a magnitude per output row: rows move as B's do */
+            if ((st = wisp_sink_write(sink, &q->magnitude[wisp_lora_gguf_row(h, head_rows)], sizeof(float), err)))
+                return st;
     }
     return WISP_OK;
 }

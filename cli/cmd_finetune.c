@@ -400,6 +400,7 @@ int cmd_finetune(int argc, char **argv) {
         {"format", 0, OPT_STR, &set->format, "auto|text|jsonl", "data format; auto: JSONL for .jsonl/.json files"},
         {"docs", 0, OPT_STR, &set->docs, "file|blank", "plain-text documents: the whole file, or blank-line paragraphs"},
         {"output", 'o', OPT_STR, &r.out, "OUTDIR", "folder for the adapter, config.json, log.csv, loss.svg, checkpoints"},
+        {"method", 0, OPT_STR, &set->method, "lora|rslora|dora", "lora; rslora (scale alpha / sqrt(rank)); dora (a trained magnitude per output row, PEFT use_dora)"},
         {"rank", 'r', OPT_INT, &set->rank, "R", "LoRA rank"},
         {"alpha", 0, OPT_FLOAT, &set->alpha, "A", "LoRA alpha (scale alpha / rank); 0: 2 x rank"},
         {"rslora", 0, OPT_FLAG, &set->rslora, NULL, "rank-stabilised scale alpha / sqrt(rank)"},

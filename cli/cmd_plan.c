@@ -104,6 +104,7 @@ int cmd_plan(int argc, char **argv) {
     const cli_opt opts[] = {
         CLI_MODEL_OPTS(&mo),
         {"train", 0, OPT_FLAG, &train, NULL, "plan LoRA fine-tuning: --ctx and --batch are then its sequence length and micro-batch"},
+        {"method", 0, OPT_STR, &ts.method, "lora|rslora|dora", "(--train) fine-tuning method (dora adds magnitudes, norms and a scratch)"},
         {"rank", 'r', OPT_INT, &ts.rank, "R", "(--train) LoRA rank"},
         {"targets", 0, OPT_STR, &ts.targets, "LIST", "(--train) projections to adapt: all, or e.g. attn_q,attn_v"},
         {"optimizer", 0, OPT_STR, &ts.optimizer, "adamw|sgd", "(--train) AdamW keeps two moments, SGD one"},

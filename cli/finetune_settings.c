@@ -23,6 +23,7 @@ static const setting table[] = {
     F("model", K_STR, model),           F("data", K_STR, data),
     F("val", K_STR, val),               F("val_split", K_FLOAT, val_split),
     F("format", K_STR, format),         F("docs", K_STR, docs),
+    F("method", K_STR, method),
     F("rank", K_INT, rank),             F("alpha", K_FLOAT, alpha),
     F("rslora", K_BOOL, rslora),        F("lora_dropout", K_FLOAT, dropout),
     F("targets", K_STR, targets),       F("ctx", K_INT, ctx),
@@ -45,7 +46,7 @@ static const setting table[] = {
 void ft_settings_default(ft_settings *s) {
     memset(s, 0, sizeof *s);
     s->format = "auto", s->docs = "file", s->targets = "all", s->schedule = "cosine", s->optimizer = "adamw";
-    s->act_dtype = "f32";
+    s->act_dtype = "f32", s->method = "lora";
     s->rank = 8, s->ctx = 256, s->batch = 4, s->accum = 1, s->warmup = -1, s->lr = 1e-3f, s->epochs = 0;
     s->eval_every = 0, s->checkpoint_every = 0, s->seed = 42, s->clip = 1.0f;
 }
@@ -82,6 +83,14 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
     int sched = pick("schedule", s->schedule, schedules, 4), opt = pick("optimizer", s->optimizer, optimizers, 2);
     int dt = pick("act-dtype", s->act_dtype, dtypes, 3);
     if (sched < 0 || opt < 0 || dt < 0) return false;
+    /* the methods of PEFT/trl that `--method` will name; those not built yet are refused by name */
+    static const char *const methods[] = {"lora", "rslora", "dora", "prompt", "prefix", "dpo"};
+    int method = pick("method", s->method, methods, 6);
+    if (method < 0) return false;
+    if (method > 2) {
+        fprintf(stderr, "wisp finetune: method '%s' is not implemented yet\n", s->method);
+        return false;
+    }
     c->targets = ft_parse_targets(s->targets);
     if (!c->targets) {
         fprintf(stderr, "wisp finetune: --targets '%s': use 'all' or a comma-separated list of attn_q, attn_k, attn_v, "
@@ -92,7 +101,8 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
         fprintf(stderr, "wisp finetune: --ctx, --batch, --accum and --rank must be positive\n");
         return false;
     }
-    c->seq_len = s->ctx, c->micro_batch = s->batch, c->rank = s->rank, c->alpha = s->alpha, c->rslora = s->rslora;
+    c->seq_len = s->ctx, c->micro_batch = s->batch, c->rank = s->rank, c->alpha = s->alpha;
+    c->rslora = s->rslora || method == 1, c->dora = method == 2;
     c->dropout = s->dropout, c->seed = s->seed, c->optimizer = opt, c->lr = s->lr, c->beta1 = s->beta1;
     c->beta2 = s->beta2, c->eps = s->eps, c->weight_decay = s->weight_decay, c->momentum = s->momentum;
     c->schedule = sched, c->warmup_steps = s->warmup < 0 ? 0 : s->warmup, c->total_steps = s->steps;

@@ -12,6 +12,7 @@
 
 typedef struct ft_settings {
     const char *model, *data, *val, *format, *docs, *targets, *schedule, *optimizer, *act_dtype;
+    const char *method; /* lora, rslora or dora (the other methods of `--method` are refused by name) */
     float val_split, alpha, lr, clip, dropout, weight_decay, momentum, beta1, beta2, eps, min_lr_ratio, epochs;
     float loss_scale;
     int32_t rank, ctx, batch, accum, warmup, eval_every, eval_windows, checkpoint_every, loss_chunk;
