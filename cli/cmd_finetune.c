@@ -114,6 +114,10 @@ static bool write_adapter(run *r) {
  * (one writer for both commands, and a round trip on every run). */
 static bool write_peft(run *r) {
     char gguf[4200], peft[4200];
+    if (r->set.method && strcmp(r->set.method, "dora") == 0) { /* no GGUF to convert: straight from the trainer */
+        path_in(peft, sizeof peft, r->out, "peft");
+        return cli_export_peft(wisp_train_lora(r->s.ctx), wisp_ctx_hparams(r->s.ctx), NULL, peft);
+    }
     path_in(gguf, sizeof gguf, r->out, "adapter.gguf");
     path_in(peft, sizeof peft, r->out, "peft");
     char *argv[] = {"export", gguf, "--to", "peft", "-m", (char *)(uintptr_t)r->set.model, "-o", peft, NULL};
@@ -303,8 +307,9 @@ static void summary(run *r) {
             first_finite(&r->log, false, false), first_finite(&r->log, false, true));
     if (isfinite(v0) && isfinite(v1)) fprintf(stderr, "; validation loss %.4f -> %.4f (%+.1f%%)", v0, v1, 100 * (v1 / v0 - 1));
     if (r->skipped) fprintf(stderr, "; %d steps skipped (non-finite gradient)", r->skipped);
-    fprintf(stderr, "\nmemory: arena %s, peak RSS %.1f MiB; wrote %s/{adapter.gguf,peft,config.json,log.csv,loss.svg}\n",
-            cli_human_bytes(arena, sizeof arena, r->s.arena_size), (double)cli_peak_memory_bytes() / 1048576.0, r->out);
+    fprintf(stderr, "\nmemory: arena %s, peak RSS %.1f MiB; wrote %s/{%speft,config.json,log.csv,loss.svg}\n",
+            cli_human_bytes(arena, sizeof arena, r->s.arena_size), (double)cli_peak_memory_bytes() / 1048576.0, r->out,
+            strcmp(r->set.method, "dora") == 0 ? "" : "adapter.gguf,");
 }
 
 /* With --resume the settings come from the run's config.json; only these may be given too. */
@@ -440,7 +445,8 @@ int cmd_finetune(int argc, char **argv) {
         "are one window each, scored on the response only. The loss is the mean cross-entropy of next tokens.\n"
         "OUTDIR receives adapter.gguf (llama.cpp GGUF LoRA), peft/ (Hugging Face PEFT), config.json (every\n"
         "setting), log.csv, loss.svg and, with --checkpoint-every or on Ctrl-C, checkpoint.bin for --resume,\n"
-        "which continues bit-identically.\n"
+        "which continues bit-identically. --method dora writes no adapter.gguf (llama.cpp's format has no\n"
+        "DoRA magnitudes): peft/ is the adapter (use_dora, lora_magnitude_vector).\n"
         "Example: wisp finetune -m stories260K.gguf --data tinyshakespeare.txt --val-split 0.1 --ctx 128 \\\n"
         "           --rank 8 --steps 500 --eval-every 50 -o shakespeare-lora",
         opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};
@@ -534,8 +540,10 @@ int cmd_finetune(int argc, char **argv) {
     signal(SIGINT, on_sigint);
     if (ok) ok = train(&r);
     signal(SIGINT, SIG_DFL);
-    if (ok) ok = write_adapter(&r) && write_logs(&r);
-    if (ok && !write_peft(&r)) fprintf(stderr, "wisp finetune: warning: the PEFT copy could not be written\n");
+    bool dora = strcmp(set->method, "dora") == 0; /* GGUF LoRA cannot carry DoRA: peft/ is the adapter */
+    if (ok) ok = (dora || write_adapter(&r)) && write_logs(&r);
+    if (ok && dora) ok = write_peft(&r);
+    else if (ok && !write_peft(&r)) fprintf(stderr, "wisp finetune: warning: the PEFT copy could not be written\n");
     if (ok && set->checkpoint_every > 0) ok = write_checkpoint(&r);
     if (ok && !r.quiet) summary(&r);
     cli_log_free(&r.log);
