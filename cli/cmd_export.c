@@ -48,7 +48,7 @@ static bool make_dir(const char *path) {
     return true;
 }
 
-bool cli_export_peft(const wisp_lora *lora, const wisp_hparams *hp, const char *base_model, const char *out) {
+bool cli_export_peft(const wisp_lora *lora, const wisp_hparams *hp, const char *base_model, const char *out, bool quiet) {
     if (!make_dir(out)) return false;
     char cfg_path[4200], st_path[4200];
     snprintf(cfg_path, sizeof cfg_path, "%s/adapter_config.json", out);
@@ -83,7 +83,7 @@ bool cli_export_peft(const wisp_lora *lora, const wisp_hparams *hp, const char *
         cfg[len] = '\n';
         ok = cli_write_file_atomic(cfg_path, cfg, len + 1);
     }
-    if (ok) {
+    if (ok && !quiet) {
         fprintf(stderr, "wrote %s: PEFT adapter, %d pairs%s\n", out, lora->n_pairs,
                 hp->arch == WISP_ARCH_LLAMA ? ", q/k lora_B rows in Hugging Face order" : "");
         if (!base_model)
@@ -149,7 +149,7 @@ int cmd_export(int argc, char **argv) {
     }
     if (ok) {
         if (!base_model && ad.base_model[0]) base_model = ad.base_model;
-        ok = to_gguf ? write_gguf(&ad, wisp_arch_name(hp.arch), name, out) : cli_export_peft(&ad.lora, &hp, base_model, out);
+        ok = to_gguf ? write_gguf(&ad, wisp_arch_name(hp.arch), name, out) : cli_export_peft(&ad.lora, &hp, base_model, out, false);
     }
     cli_lora_close(&ad);
     cli_file_close(&bf);

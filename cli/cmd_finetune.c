@@ -90,7 +90,13 @@ static double validate(run *r) {
 
 /* ---- outputs ---- */
 
+/* GGUF LoRA (llama.cpp's format) cannot carry DoRA's magnitudes: a DoRA
+ * run's adapter is its PEFT folder alone. */
+static bool is_dora(const run *r) { return r->set.method && strcmp(r->set.method, "dora") == 0; }
+static bool write_peft(run *r);
+
 static bool write_adapter(run *r) {
+    if (is_dora(r)) return write_peft(r);
     char path[4200];
     path_in(path, sizeof path, r->out, "adapter.gguf");
     cli_atomic_file af;
@@ -114,9 +120,9 @@ static bool write_adapter(run *r) {
  * (one writer for both commands, and a round trip on every run). */
 static bool write_peft(run *r) {
     char gguf[4200], peft[4200];
-    if (r->set.method && strcmp(r->set.method, "dora") == 0) { /* no GGUF to convert: straight from the trainer */
+    if (is_dora(r)) { /* no GGUF to convert: straight from the trainer */
         path_in(peft, sizeof peft, r->out, "peft");
-        return cli_export_peft(wisp_train_lora(r->s.ctx), wisp_ctx_hparams(r->s.ctx), NULL, peft);
+        return cli_export_peft(wisp_train_lora(r->s.ctx), wisp_ctx_hparams(r->s.ctx), NULL, peft, r->quiet);
     }
     path_in(gguf, sizeof gguf, r->out, "adapter.gguf");
     path_in(peft, sizeof peft, r->out, "peft");
@@ -309,7 +315,7 @@ static void summary(run *r) {
     if (r->skipped) fprintf(stderr, "; %d steps skipped (non-finite gradient)", r->skipped);
     fprintf(stderr, "\nmemory: arena %s, peak RSS %.1f MiB; wrote %s/{%speft,config.json,log.csv,loss.svg}\n",
             cli_human_bytes(arena, sizeof arena, r->s.arena_size), (double)cli_peak_memory_bytes() / 1048576.0, r->out,
-            strcmp(r->set.method, "dora") == 0 ? "" : "adapter.gguf,");
+            is_dora(r) ? "" : "adapter.gguf,");
 }
 
 /* With --resume the settings come from the run's config.json; only these may be given too. */
@@ -540,10 +546,9 @@ int cmd_finetune(int argc, char **argv) {
     signal(SIGINT, on_sigint);
     if (ok) ok = train(&r);
     signal(SIGINT, SIG_DFL);
-    bool dora = strcmp(set->method, "dora") == 0; /* GGUF LoRA cannot carry DoRA: peft/ is the adapter */
-    if (ok) ok = (dora || write_adapter(&r)) && write_logs(&r);
-    if (ok && dora) ok = write_peft(&r);
-    else if (ok && !write_peft(&r)) fprintf(stderr, "wisp finetune: warning: the PEFT copy could not be written\n");
+    if (ok) ok = write_adapter(&r) && write_logs(&r);
+    if (ok && !is_dora(&r) && !write_peft(&r))
+        fprintf(stderr, "wisp finetune: warning: the PEFT copy could not be written\n");
     if (ok && set->checkpoint_every > 0) ok = write_checkpoint(&r);
     if (ok && !r.quiet) summary(&r);
     cli_log_free(&r.log);
