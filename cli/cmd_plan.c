@@ -161,6 +161,11 @@ int cmd_plan(int argc, char **argv) {
             cli_file_close(&f);
             return CLI_USAGE;
         }
+        if (c_header && cfg.train.dora) { /* the firmware's trainer is LoRA: a header would mislead it */
+            fprintf(stderr, "wisp plan: --c-header does not describe DoRA training (the firmware trains LoRA)\n");
+            cli_file_close(&f);
+            return CLI_USAGE;
+        }
     }
     wisp_memory_plan plan;
     wisp_error err = {0};
