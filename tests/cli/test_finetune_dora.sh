@@ -3,7 +3,9 @@
 # base's), validation loss falls, peft/ holds PEFT's DoRA layout (use_dora,
 # lora_magnitude_vector) and is the only adapter (GGUF cannot carry DoRA and
 # refuses), eval --lora gives finetune's loss, the PEFT round trip is
-# byte-identical, the merged model gives the attached adapter's logits, a
+# byte-identical, the merged model gives the attached adapter's logits, an
+# independent float64 reference of PEFT's DoRA (tests/ref/peft_reference.py)
+# gives wisp's logits, a
 # stopped run resumes to the same bytes, the planned arena trains and one
 # byte less fails, and unimplemented methods are refused by name.
 source "$(dirname "$0")/lib.sh"
@@ -59,6 +61,21 @@ awk '{ if ($11 + 0 > 1e-5) bad = 1 } END { exit bad }' "$D/cmp.txt" || fail "max
 "$WISP" logits -m "$model" "${p[@]}" --json > "$D/base.json"
 "$TOOLS/compare_logits" "$D/att.json" "$D/base.json" --tol 1e-5 > /dev/null && fail "the DoRA adapter changes nothing"
 expect_fail "$WISP" merge -m "$model" --lora "$D/a/peft" --lora "$D/rt" -o "$D/m2.gguf"
+ok
+
+# an independent float64 reference of PEFT's DoRA (numpy, Hugging Face row order: the q/k magnitudes
+# are un-permuted there) gives wisp's logits; applying the q/k rows unpermuted misses them by far
+PY=/usr/bin/python3
+"$PY" -c "import numpy" 2>/dev/null || fail "$PY with numpy is needed (apt-get install python3-numpy)"
+REF="$(dirname "$0")/../ref/peft_reference.py"
+cases=$SHARED/golden/logits/stories260K.json
+[ -f "$cases" ] || fail "missing $cases"
+"$PY" "$REF" "$model" "$cases" --lora "$D/a/peft" > "$D/ref.json" || fail "reference failed"
+"$PY" "$REF" "$model" "$cases" --lora "$D/a/peft" --naive > "$D/naive.json" || fail "reference (naive) failed"
+gp=(); while IFS= read -r q; do gp+=(-p "$q"); done < <("$TOOLS/golden_prompts" "$cases")
+"$WISP" logits -m "$model" --lora "$D/a/peft" "${gp[@]}" --json --kv-type f32 > "$D/l.json" || fail "logits --lora"
+"$TOOLS/compare_logits" "$D/ref.json" "$D/l.json" --tol 0.0001 --greedy-exact > /dev/null || fail "wisp != PEFT reference"
+"$TOOLS/compare_logits" "$D/ref.json" "$D/naive.json" --tol 0.001 > /dev/null && fail "the q/k row order does not matter?"
 ok
 
 # stopped after 2 steps and resumed with another thread count: the same bytes
