@@ -90,7 +90,9 @@ wisp_status wisp_train_optimizer_step(wisp_ctx *ctx, wisp_train_step_info *info,
     wisp_status s = need_train(ctx, err);
     if (s) return s;
     wisp_train_step_info local;
-    return wisp_train_apply_optimizer(ctx->train, info ? info : &local, err);
+    s = wisp_train_apply_optimizer(ctx->train, info ? info : &local, err);
+    wisp_train_dora_norms(ctx->train); /* the adapter as wisp_train_lora() hands it out matches A and B */
+    return s;
 }
 
 const wisp_lora *wisp_train_lora(const wisp_ctx *ctx) { return ctx->train ? &ctx->train->lora : NULL; }
