@@ -238,6 +238,10 @@ wisp_status wisp_lora_gguf_write(const wisp_lora *l, const char *arch, const cha
                                  wisp_lora_gguf_written *written, wisp_error *err) {
     wisp_status st;
     if ((st = wisp_lora_validate(l, NULL, "adapter to write", err))) return st;
+    if (l->n_pairs > 0 && l->pairs[0].magnitude)
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED,
+                         "adapter to write is DoRA: GGUF LoRA adapters (llama.cpp's format) cannot carry DoRA's "
+                         "magnitude vectors; write it as a PEFT folder, or merge it into the base");
     /* never write a poisoned adapter (the reader would refuse it anyway) */
     for (int32_t i = 0; i < l->n_pairs; i++) {
         const wisp_lora_pair *p = &l->pairs[i];

@@ -136,6 +136,13 @@ wisp_status wisp_lora_validate(const wisp_lora *l, const wisp_hparams *base, con
         if (i > 0 && !pair_before(&l->pairs[i - 1], p)) sorted = false;
         if (p->rank > max_rank) max_rank = p->rank;
     }
+    /* DoRA is a property of the whole adapter (PEFT's use_dora) */
+    for (int32_t i = 1; i < l->n_pairs; i++)
+        if (!l->pairs[i].magnitude != !l->pairs[0].magnitude)
+            return wisp_fail(err, WISP_ERR_FORMAT, "%s: blk.%d.%s is %s but blk.%d.%s is not: DoRA is all pairs or none",
+                             what, (int)l->pairs[i].layer, wisp_proj_gguf_name(l->pairs[i].proj),
+                             l->pairs[i].magnitude ? "DoRA" : "plain LoRA", (int)l->pairs[0].layer,
+                             wisp_proj_gguf_name(l->pairs[0].proj));
     /* duplicates: adjacent in a sorted table (what importers produce), else a plain scan */
     for (int32_t i = 0; i < l->n_pairs; i++) {
         const wisp_lora_pair *p = &l->pairs[i];
@@ -149,6 +156,8 @@ wisp_status wisp_lora_validate(const wisp_lora *l, const wisp_hparams *base, con
                          (int)max_rank);
     return WISP_OK;
 }
+
+bool wisp_lora_is_dora(const wisp_lora *l) { return l->n_pairs > 0 && l->pairs && l->pairs[0].magnitude; }
 
 bool wisp_lora_permutes(wisp_arch arch, int proj) {
     return arch == WISP_ARCH_LLAMA && (proj == WISP_PROJ_Q || proj == WISP_PROJ_K);

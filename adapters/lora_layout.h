@@ -48,6 +48,9 @@ void wisp_lora_sort_pairs(wisp_lora_pair *pairs, int32_t n);
 /* Whether rows of B move between HF and GGUF order for this projection. */
 bool wisp_lora_permutes(wisp_arch arch, int proj);
 
+/* Whether the adapter is DoRA (its pairs carry magnitudes; validated: all or none). */
+bool wisp_lora_is_dora(const wisp_lora *l);
+
 /* The HF row that GGUF row `gguf_row` came from, for heads of `head_dim`
  * rows (even). The inverse, GGUF row of an HF row, is wisp_lora_gguf_row. */
 int32_t wisp_lora_hf_row(int32_t gguf_row, int32_t head_dim);

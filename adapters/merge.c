@@ -1,5 +1,7 @@
 #include "merge.h"
 
+#include <math.h>
+
 #include "half.h"
 #include "types.h"
 
@@ -29,6 +31,16 @@ static float element(const void *data, int type, size_t i) {
     return wisp_bf16_to_f32(wisp_load_u16(b + 2 * i));
 }
 
+/* DoRA: the merged row is m (W + s B A) / ||W + s B A||, the norm summed in
+ * double over the row just formed in float, as the context does at attach
+ * (core/dora.c), so merged and attached weights agree to rounding. */
+static void dora_rescale_row(const wisp_lora_pair *p, int64_t row, float *w) {
+    double ss = 0;
+    for (int32_t c = 0; c < p->n_in; c++) ss += (double)w[c] * (double)w[c];
+    float f = p->magnitude[row] / (float)sqrt(ss);
+    for (int32_t c = 0; c < p->n_in; c++) w[c] *= f;
+}
+
 void wisp_merge_add_row(const wisp_merge_term *terms, int n_terms, int64_t row, float *w) {
     for (int t = 0; t < n_terms; t++) {
         const wisp_lora_pair *p = terms[t].pair;
@@ -44,5 +56,6 @@ void wisp_merge_add_row(const wisp_merge_term *terms, int n_terms, int64_t row, 
                 for (size_t c = 0; c < n_in; c++) w[c] += coef * element(p->a, p->type, base + c);
             }
         }
+        if (p->magnitude) dora_rescale_row(p, row, w); /* alone in its tensor: the merge refuses company */
     }
 }

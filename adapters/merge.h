@@ -1,4 +1,5 @@
-/* Merging LoRA adapters into base weights: W' = W + sum_i s_i B_i A_i, one
+/* Merging LoRA adapters into base weights: W' = W + sum_i s_i B_i A_i (for a
+ * DoRA adapter, merged alone: W' = m (W + s B A) / ||W + s B A||_row), one
  * output row at a time so a model of any size merges in bounded memory (the
  * platform streams rows through adapters/quantize_model.h's rewrite). */
 #ifndef WISP_MERGE_H

@@ -57,7 +57,6 @@ static bool bias_is_none(const wisp_json *j, int64_t v) {
 }
 
 static const refused_field refused_fields[] = {
-    {"use_dora", is_false_or_null, "DoRA (weight-decomposed LoRA) is not supported"},
     {"modules_to_save", is_null_or_empty, "fully trained extra modules (modules_to_save) are not supported"},
     {"bias", bias_is_none, "trained biases (bias other than \"none\") are not supported"},
     {"fan_in_fan_out", is_false_or_null, "fan_in_fan_out (Conv1D-style weights) does not apply to llama models"},
@@ -151,6 +150,9 @@ static wisp_status read_config(wisp_peft *p, wisp_error *err) {
     if ((v = wisp_json_get(j, 0, "use_rslora")) >= 0 && !wisp_json_is(j, v, WISP_JSON_NULL) &&
         !wisp_json_bool(j, v, &info->use_rslora))
         return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: use_rslora must be true or false");
+    if ((v = wisp_json_get(j, 0, "use_dora")) >= 0 && !wisp_json_is(j, v, WISP_JSON_NULL) &&
+        !wisp_json_bool(j, v, &info->use_dora))
+        return wisp_fail(err, WISP_ERR_FORMAT, "adapter_config.json: use_dora must be true or false");
     v = wisp_json_get(j, 0, "base_model_name_or_path");
     if (v >= 0 && !wisp_json_is(j, v, WISP_JSON_NULL)) {
         if (!wisp_json_is(j, v, WISP_JSON_STRING))
@@ -206,7 +208,7 @@ static wisp_status read_config(wisp_peft *p, wisp_error *err) {
         p->layers_to_transform = v;
     }
     /* every other field must be known; unknown ones are reported */
-    static const char *const handled[] = {"peft_type", "r", "lora_alpha", "use_rslora", "base_model_name_or_path",
+    static const char *const handled[] = {"peft_type", "r", "lora_alpha", "use_rslora", "use_dora", "base_model_name_or_path",
                                           "task_type", "rank_pattern", "alpha_pattern", "target_modules",
                                           "layers_to_transform", NULL};
     for (int64_t k = wisp_json_first(j, 0); k >= 0; k = wisp_json_next(j, k + 1)) {
@@ -235,7 +237,7 @@ void wisp_peft_module_name(int32_t layer, int proj, char *buf, size_t cap) {
 typedef struct key_parts {
     int32_t layer;
     int proj;
-    char half; /* 'A' or 'B' */
+    char half; /* 'A' or 'B', 'M' for DoRA's lora_magnitude_vector */
 } key_parts;
 
 static bool starts(const char *s, size_t n, const char *prefix) {
@@ -243,7 +245,8 @@ static bool starts(const char *s, size_t n, const char *prefix) {
     return n >= k && memcmp(s, prefix, k) == 0;
 }
 
-/* "[base_model.model.]model.layers.N.<self_attn|mlp>.<module>.lora_<A|B>.weight" */
+/* "[base_model.model.]model.layers.N.<self_attn|mlp>.<module>.lora_<A|B>.weight", or
+ * "....<module>.lora_magnitude_vector" (DoRA, as PEFT saves it) */
 static bool parse_key(const char *s, size_t n, key_parts *k) {
     size_t pos = starts(s, n, "base_model.model.") ? strlen("base_model.model.") : 0;
     if (!starts(s + pos, n - pos, "model.layers.")) return false;
@@ -265,6 +268,12 @@ static bool parse_key(const char *s, size_t n, key_parts *k) {
             k->half = s[rest + 5];
             return true;
         }
+        if (n - rest == strlen("lora_magnitude_vector") && starts(s + rest, n - rest, "lora_magnitude_vector")) {
+            k->layer = (int32_t)layer;
+            k->proj = p;
+            k->half = 'M';
+            return true;
+        }
         return false;
     }
     return false;
@@ -277,7 +286,7 @@ static wisp_status unsupported_key(const char *s, size_t n, wisp_error *err) {
     size_t m = n < SHOWN ? n : SHOWN;
     memcpy(buf, s, m);
     buf[m] = 0;
-    if (strstr(buf, "lora_magnitude_vector")) why = "is a DoRA magnitude, which wisp does not support";
+    if (strstr(buf, "lora_magnitude_vector")) why = "is a DoRA magnitude of a module wisp does not adapt (or under a name PEFT does not save)";
     else if (strstr(buf, "lora_embedding")) why = "adapts an embedding, which wisp does not support";
     else if (strstr(buf, "lm_head") || strstr(buf, "embed_tokens")) why = "adapts the embedding or output layer, which wisp does not support";
     else if (strstr(buf, ".bias")) why = "is a bias, which wisp adapters do not carry";
@@ -316,11 +325,36 @@ static int wisp_type_of(const wisp_st_tensor *t) {
     return wisp_lora_elem_bytes(ty) ? ty : -1;
 }
 
+/* DoRA: the module's lora_magnitude_vector, 1-D [out], present exactly when
+ * use_dora is; `bname` is the lora_B key (rewritten in place). */
+static wisp_status check_magnitude(const wisp_peft *p, char *bname, const char *module, int64_t out, wisp_error *err) {
+    strcpy(bname + strlen(bname) - strlen("lora_B.weight"), "lora_magnitude_vector");
+    wisp_st_tensor m;
+    bool has = wisp_st_find(&p->st, bname, &m);
+    if (has != p->info.use_dora)
+        return wisp_fail(err, WISP_ERR_FORMAT, has ? "%s: has a lora_magnitude_vector but adapter_config.json does not "
+                                                     "set use_dora"
+                                                   : "%s: adapter_config.json sets use_dora but the module has no "
+                                                     "lora_magnitude_vector",
+                         module);
+    if (!has) return WISP_OK;
+    int tm = wisp_type_of(&m);
+    if (tm < 0)
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "%s: lora_magnitude_vector is %s; wisp needs F32, F16 or BF16",
+                         module, wisp_st_dtype_name(m.dtype));
+    if (m.n_dims != 1 || m.shape[0] != out)
+        return wisp_fail(err, WISP_ERR_SHAPE, "%s: lora_magnitude_vector must be 1-D of %lld (the module's outputs)",
+                         module, (long long)out);
+    if (!wisp_lora_all_finite(m.data, tm, (size_t)m.n_elements))
+        return wisp_fail(err, WISP_ERR_NUMERIC, "%s: lora_magnitude_vector holds NaN or infinite values", module);
+    return WISP_OK;
+}
+
 /* Check one A tensor and its B; fill the pair (data pointers into st). */
 static wisp_status check_pair(const wisp_peft *p, const wisp_st_tensor *a, const key_parts *k, wisp_lora_pair *pair,
                               wisp_error *err) {
     char bname[512], module[128];
-    if (a->name_len >= sizeof bname)
+    if (a->name_len + 16 >= sizeof bname)
         return wisp_fail(err, WISP_ERR_FORMAT, "tensor name '%.*s' is too long", shown(a->name_len), a->name);
     memcpy(bname, a->name, a->name_len);
     bname[a->name_len] = 0;
@@ -366,7 +400,7 @@ static wisp_status check_pair(const wisp_peft *p, const wisp_st_tensor *a, const
     if (!wisp_lora_all_finite(a->data, ta, (size_t)a->n_elements) ||
         !wisp_lora_all_finite(b.data, ta, (size_t)b.n_elements))
         return wisp_fail(err, WISP_ERR_NUMERIC, "%s: the adapter holds NaN or infinite values", module);
-    return WISP_OK;
+    return check_magnitude(p, bname, module, out, err);
 }
 
 /* The module is listed in target_modules (exactly or as a '.'-suffix) and
@@ -408,15 +442,15 @@ static wisp_status check_targeted(const wisp_peft *p, const char *module, int32_
  * when `pairs` is non-NULL; counts them and the bytes of rows to move. */
 static wisp_status walk(const wisp_peft *p, wisp_lora_pair *pairs, int32_t *n_pairs, size_t *move_bytes,
                         wisp_error *err) {
-    int32_t n_a = 0, n_b = 0;
+    int32_t n_a = 0, n_b = 0, n_m = 0;
     size_t moved = 0;
     for (size_t i = 0; i < p->st.n_tensors; i++) {
         wisp_st_tensor t;
         wisp_st_tensor_at(&p->st, i, &t);
         key_parts k;
         if (!parse_key(t.name, t.name_len, &k)) return unsupported_key(t.name, t.name_len, err);
-        if (k.half == 'B') {
-            n_b++;
+        if (k.half != 'A') {
+            n_b += k.half == 'B', n_m += k.half == 'M';
             continue;
         }
         wisp_lora_pair pair;
@@ -427,12 +461,16 @@ static wisp_status walk(const wisp_peft *p, wisp_lora_pair *pairs, int32_t *n_pa
         if ((st = check_targeted(p, module, k.layer, err))) return st;
         if (wisp_lora_permutes(p->base.arch, pair.proj))
             moved += round8((size_t)pair.n_out * (size_t)pair.rank * wisp_lora_elem_bytes(pair.type));
+        if (p->info.use_dora) moved += 2 * round8((size_t)pair.n_out * sizeof(float)); /* magnitude in F32, norms */
         if (pairs) pairs[n_a] = pair;
         n_a++;
     }
     if (n_a != n_b)
         return wisp_fail(err, WISP_ERR_FORMAT, "adapter_model.safetensors has %d lora_A but %d lora_B tensors",
                          (int)n_a, (int)n_b);
+    if (n_m != (p->info.use_dora ? n_a : 0)) /* each pair found its own: any other is a stray */
+        return wisp_fail(err, WISP_ERR_FORMAT, "adapter_model.safetensors has %d lora_magnitude_vector tensors for %d "
+                                               "DoRA pairs", (int)n_m, p->info.use_dora ? (int)n_a : 0);
     *n_pairs = n_a;
     *move_bytes = moved;
     return WISP_OK;
@@ -488,6 +526,27 @@ static void rows_to_gguf(const wisp_lora_pair *pair, int32_t head_rows, const ui
         memcpy(dst + (size_t)g * row, src + (size_t)wisp_lora_hf_row(g, head_rows) * row, row);
 }
 
+/* DoRA's magnitude of a pair into F32, rows in GGUF order (head_rows > 0:
+ * the q/k permutation of arch llama). Checked by walk(): it exists. */
+static void read_magnitude(const wisp_peft *p, const wisp_lora_pair *pair, int32_t head_rows, float *dst) {
+    char key[512];
+    wisp_format(key, sizeof key, "base_model.model.model.layers.%d.%s.%s.lora_magnitude_vector", (int)pair->layer,
+                parent_of(pair->proj), wisp_proj_hf_name(pair->proj));
+    wisp_st_tensor m;
+    if (!wisp_st_find(&p->st, key, &m)) wisp_st_find(&p->st, key + strlen("base_model.model."), &m);
+    int type = wisp_type_of(&m);
+    for (int32_t g = 0; g < pair->n_out; g++) {
+        size_t h = head_rows ? (size_t)wisp_lora_hf_row(g, head_rows) : (size_t)g;
+        if (type == WISP_TYPE_F32) { /* safetensors offsets need not be aligned */
+            memcpy(&dst[g], m.data + 4 * h, 4);
+            continue;
+        }
+        uint16_t bits;
+        memcpy(&bits, m.data + 2 * h, 2);
+        dst[g] = type == WISP_TYPE_F16 ? wisp_f16_to_f32(bits) : wisp_bf16_to_f32(bits);
+    }
+}
+
 wisp_status wisp_peft_read(const wisp_peft *p, void *mem, size_t mem_bytes, wisp_lora *out, wisp_error *err) {
     memset(out, 0, sizeof *out);
     if (!mem || (uintptr_t)mem % 8 || mem_bytes < p->lora_bytes)
@@ -503,14 +562,23 @@ wisp_status wisp_peft_read(const wisp_peft *p, void *mem, size_t mem_bytes, wisp
     for (int32_t i = 0; i < n; i++) {
         wisp_lora_pair *pair = &pairs[i];
         if (pair->rank > max_rank) max_rank = pair->rank;
-        if (!wisp_lora_permutes(p->base.arch, pair->proj)) continue;
-        int32_t head_rows = wisp_lora_head_rows(&p->base, pair->proj);
-        if (head_rows < 2 || head_rows % 2 || pair->n_out % head_rows)
-            return wisp_fail(err, WISP_ERR_SHAPE, "blk.%d.%s: %d rows do not split into heads of %d", (int)pair->layer,
-                             wisp_proj_gguf_name(pair->proj), (int)pair->n_out, (int)head_rows);
-        rows_to_gguf(pair, head_rows, pair->b, rows);
-        pair->b = rows;
-        rows += round8((size_t)pair->n_out * (size_t)pair->rank * wisp_lora_elem_bytes(pair->type));
+        bool permutes = wisp_lora_permutes(p->base.arch, pair->proj);
+        int32_t head_rows = permutes ? wisp_lora_head_rows(&p->base, pair->proj) : 0;
+        if (permutes) {
+            if (head_rows < 2 || head_rows % 2 || pair->n_out % head_rows)
+                return wisp_fail(err, WISP_ERR_SHAPE, "blk.%d.%s: %d rows do not split into heads of %d",
+                                 (int)pair->layer, wisp_proj_gguf_name(pair->proj), (int)pair->n_out, (int)head_rows);
+            rows_to_gguf(pair, head_rows, pair->b, rows);
+            pair->b = rows;
+            rows += round8((size_t)pair->n_out * (size_t)pair->rank * wisp_lora_elem_bytes(pair->type));
+        }
+        if (p->info.use_dora) {
+            read_magnitude(p, pair, permutes ? head_rows : 0, (float *)(void *)rows);
+            pair->magnitude = (const float *)(void *)rows;
+            rows += round8((size_t)pair->n_out * sizeof(float));
+            pair->norm = (float *)(void *)rows; /* filled when attached */
+            rows += round8((size_t)pair->n_out * sizeof(float));
+        }
     }
     wisp_lora_sort_pairs(pairs, n);
     out->pairs = pairs;
@@ -620,7 +688,7 @@ wisp_status wisp_peft_write_config(const wisp_lora *l, const wisp_hparams *base,
     wisp_jw_key(&w, "task_type");
     wisp_jw_string(&w, "CAUSAL_LM");
     wisp_jw_key(&w, "use_dora");
-    wisp_jw_bool(&w, false);
+    wisp_jw_bool(&w, wisp_lora_is_dora(l));
     wisp_jw_key(&w, "use_rslora");
     wisp_jw_bool(&w, l->rslora);
     wisp_jw_end_object(&w);
@@ -634,13 +702,23 @@ wisp_status wisp_peft_write_config(const wisp_lora *l, const wisp_hparams *base,
 
 #define EXPORT_NAME_MAX 96
 
+/* tensors per pair: A, B and, for DoRA, the magnitude */
+static size_t tensors_per_pair(const wisp_lora *l) { return wisp_lora_is_dora(l) ? 3 : 2; }
+
 size_t wisp_peft_export_bytes(const wisp_lora *l) {
-    return (size_t)(l->n_pairs > 0 ? l->n_pairs : 0) * 2 * (sizeof(wisp_st_out_tensor) + EXPORT_NAME_MAX);
+    return (size_t)(l->n_pairs > 0 ? l->n_pairs : 0) * tensors_per_pair(l) * (sizeof(wisp_st_out_tensor) + EXPORT_NAME_MAX);
 }
 
+/* half 'A', 'B', or 'M' for DoRA's magnitude, which PEFT saves as
+ * "<module>.lora_magnitude_vector" (no ".weight": PEFT >= 0.12 strips the
+ * suffix its DoraLinearLayer parameter gained, keeping the 0.9 names) */
 static void tensor_key(const wisp_lora_pair *q, char half, char *buf, size_t cap) {
-    wisp_format(buf, cap, "base_model.model.model.layers.%d.%s.%s.lora_%c.weight", (int)q->layer, parent_of(q->proj),
-                wisp_proj_hf_name(q->proj), half);
+    if (half == 'M')
+        wisp_format(buf, cap, "base_model.model.model.layers.%d.%s.%s.lora_magnitude_vector", (int)q->layer,
+                    parent_of(q->proj), wisp_proj_hf_name(q->proj));
+    else
+        wisp_format(buf, cap, "base_model.model.model.layers.%d.%s.%s.lora_%c.weight", (int)q->layer,
+                    parent_of(q->proj), wisp_proj_hf_name(q->proj), half);
 }
 
 wisp_status wisp_peft_write_safetensors(const wisp_lora *l, const wisp_hparams *base, void *scratch,
@@ -652,22 +730,22 @@ wisp_status wisp_peft_write_safetensors(const wisp_lora *l, const wisp_hparams *
     if (scratch_bytes < need || (need && (!scratch || (uintptr_t)scratch % 8)))
         return wisp_fail(err, WISP_ERR_CAPACITY, "PEFT export needs %zu bytes of scratch (8-byte aligned), got %zu",
                          need, scratch_bytes);
-    size_t n_t = 2 * (size_t)l->n_pairs;
+    size_t per = tensors_per_pair(l), n_t = per * (size_t)l->n_pairs;
     wisp_st_out_tensor *ts = scratch;
     char *names = (char *)(ts + n_t);
     for (int32_t i = 0; i < l->n_pairs; i++) {
         const wisp_lora_pair *q = &l->pairs[i];
         int dtype = wisp_st_dtype_from_wisp(q->type);
-        for (int h = 0; h < 2; h++) {
-            wisp_st_out_tensor *t = &ts[2 * i + h];
-            char *name = names + (2 * (size_t)i + (size_t)h) * EXPORT_NAME_MAX;
-            tensor_key(q, h ? 'B' : 'A', name, EXPORT_NAME_MAX);
+        for (size_t h = 0; h < per; h++) {
+            wisp_st_out_tensor *t = &ts[per * (size_t)i + h];
+            char *name = names + (per * (size_t)i + h) * EXPORT_NAME_MAX;
+            tensor_key(q, "ABM"[h], name, EXPORT_NAME_MAX);
             memset(t, 0, sizeof *t);
             t->name = name;
-            t->dtype = dtype;
-            t->n_dims = 2;
-            t->shape[0] = h ? q->n_out : q->rank;
-            t->shape[1] = h ? q->rank : q->n_in;
+            t->dtype = h == 2 ? wisp_st_dtype_from_wisp(WISP_TYPE_F32) : dtype;
+            t->n_dims = h == 2 ? 1 : 2;
+            t->shape[0] = h == 2 ? q->n_out : h ? q->n_out : q->rank;
+            t->shape[1] = h == 2 ? 0 : h ? q->rank : q->n_in;
         }
     }
     static const char *const meta[] = {"format", "pt"};
@@ -676,15 +754,24 @@ wisp_status wisp_peft_write_safetensors(const wisp_lora *l, const wisp_hparams *
         const wisp_lora_pair *q = &l->pairs[i];
         size_t eb = wisp_lora_elem_bytes(q->type), row = (size_t)q->rank * eb;
         if ((st = wisp_sink_write(sink, q->a, (size_t)q->n_in * row, err))) return st;
-        if (!wisp_lora_permutes(base->arch, q->proj)) {
+        bool permutes = wisp_lora_permutes(base->arch, q->proj);
+        int32_t head_rows = permutes ? wisp_lora_head_rows(base, q->proj) : 0;
+        if (!permutes) {
             if ((st = wisp_sink_write(sink, q->b, (size_t)q->n_out * row, err))) return st;
+        } else {
+            for (int32_t h = 0; h < q->n_out; h++) {
+                const uint8_t *src = (const uint8_t *)q->b + (size_t)wisp_lora_gguf_row(h, head_rows) * row;
+                if ((st = wisp_sink_write(sink, src, row, err))) return st;
+            }
+        }
+        if (per < 3) continue;
+        if (!permutes) {
+            if ((st = wisp_sink_write(sink, q->magnitude, (size_t)q->n_out * sizeof(float), err))) return st;
             continue;
         }
-        int32_t head_rows = wisp_lora_head_rows(base, q->proj);
-        for (int32_t h = 0; h < q->n_out; h++) {
-            const uint8_t *src = (const uint8_t *)q->b + (size_t)wisp_lora_gguf_row(h, head_rows) * row;
-            if ((st = wisp_sink_write(sink, src, row, err))) return st;
-        }
+        for (int32_t h = 0; h < q->n_out; h++) /* a magnitude per output row: rows move as B's do */
+            if ((st = wisp_sink_write(sink, &q->magnitude[wisp_lora_gguf_row(h, head_rows)], sizeof(float), err)))
+                return st;
     }
     return WISP_OK;
 }

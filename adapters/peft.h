@@ -25,7 +25,10 @@
  * alpha_pattern (PEFT's rule: the first pattern P with the module name
  * matching `(.*\.)?P$` wins; patterns may use '.' but no other regex syntax),
  * target_modules and layers_to_transform (checked against the tensors).
- * Refused with a clear error: use_dora, modules_to_save, bias other than
+ * DoRA (use_dora): each module's `lora_magnitude_vector` (PEFT's saved name,
+ * the same from 0.9 to today's releases) is read into F32 in `mem`, its rows
+ * in GGUF order, with room for the row norms the context fills on attach.
+ * Refused with a clear error: modules_to_save, bias other than
  * "none", fan_in_fan_out, lora_bias, layer_replication, trainable tokens,
  * target_parameters, aLoRA invocation tokens, QALoRA, peft_type other than
  * LORA, and any tensor that is not a LoRA A/B of the seven projections.
@@ -59,6 +62,7 @@ typedef struct wisp_peft_info {
     int32_t r;               /* config r */
     double lora_alpha;       /* config lora_alpha */
     bool use_rslora;
+    bool use_dora;           /* DoRA: every pair has a lora_magnitude_vector */
     char base_model[256];    /* base_model_name_or_path ("" when null) */
     char task_type[64];
     wisp_peft_notes notes;

@@ -48,30 +48,30 @@ static bool make_dir(const char *path) {
     return true;
 }
 
-static bool write_peft(const cli_lora *ad, const wisp_hparams *hp, const char *base_model, const char *out) {
+bool cli_export_peft(const wisp_lora *lora, const wisp_hparams *hp, const char *base_model, const char *out, bool quiet) {
     if (!make_dir(out)) return false;
     char cfg_path[4200], st_path[4200];
     snprintf(cfg_path, sizeof cfg_path, "%s/adapter_config.json", out);
     snprintf(st_path, sizeof st_path, "%s/adapter_model.safetensors", out);
     wisp_error err = {0};
     size_t len = 0;
-    wisp_status st = wisp_peft_write_config(&ad->lora, hp, base_model, NULL, 0, &len, &err);
+    wisp_status st = wisp_peft_write_config(lora, hp, base_model, NULL, 0, &len, &err);
     if (st && st != WISP_ERR_CAPACITY) {
         cli_report(cfg_path, &err);
         return false;
     }
     char *cfg = malloc(len + 1);
-    size_t scratch_bytes = wisp_peft_export_bytes(&ad->lora);
+    size_t scratch_bytes = wisp_peft_export_bytes(lora);
     void *scratch = malloc(scratch_bytes ? scratch_bytes : 8);
     bool ok = cfg && scratch;
     if (!ok) fprintf(stderr, "wisp: out of memory\n");
-    if (ok && wisp_peft_write_config(&ad->lora, hp, base_model, cfg, len + 1, &len, &err)) {
+    if (ok && wisp_peft_write_config(lora, hp, base_model, cfg, len + 1, &len, &err)) {
         cli_report(cfg_path, &err);
         ok = false;
     }
     cli_atomic_file af;
     if (ok && (ok = cli_atomic_open(&af, st_path))) {
-        if (wisp_peft_write_safetensors(&ad->lora, hp, scratch, scratch_bytes, &af.sink, &err)) {
+        if (wisp_peft_write_safetensors(lora, hp, scratch, scratch_bytes, &af.sink, &err)) {
             cli_report(st_path, &err);
             cli_atomic_abort(&af);
             ok = false;
@@ -83,8 +83,8 @@ static bool write_peft(const cli_lora *ad, const wisp_hparams *hp, const char *b
         cfg[len] = '\n';
         ok = cli_write_file_atomic(cfg_path, cfg, len + 1);
     }
-    if (ok) {
-        fprintf(stderr, "wrote %s: PEFT adapter, %d pairs%s\n", out, ad->lora.n_pairs,
+    if (ok && !quiet) {
+        fprintf(stderr, "wrote %s: PEFT adapter, %d pairs%s\n", out, lora->n_pairs,
                 hp->arch == WISP_ARCH_LLAMA ? ", q/k lora_B rows in Hugging Face order" : "");
         if (!base_model)
             fprintf(stderr, "note: base_model_name_or_path is null; pass --base-model NAME (a Hugging Face id) so "
@@ -149,7 +149,7 @@ int cmd_export(int argc, char **argv) {
     }
     if (ok) {
         if (!base_model && ad.base_model[0]) base_model = ad.base_model;
-        ok = to_gguf ? write_gguf(&ad, wisp_arch_name(hp.arch), name, out) : write_peft(&ad, &hp, base_model, out);
+        ok = to_gguf ? write_gguf(&ad, wisp_arch_name(hp.arch), name, out) : cli_export_peft(&ad.lora, &hp, base_model, out, false);
     }
     cli_lora_close(&ad);
     cli_file_close(&bf);

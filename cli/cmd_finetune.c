@@ -104,7 +104,13 @@ static double validate(run *r, cli_dpo_metrics *m) {
 
 /* ---- outputs ---- */
 
+/* GGUF LoRA (llama.cpp's format) cannot carry DoRA's magnitudes: a DoRA
+ * run's adapter is its PEFT folder alone. */
+static bool is_dora(const run *r) { return r->set.method && strcmp(r->set.method, "dora") == 0; }
+static bool write_peft(run *r);
+
 static bool write_adapter(run *r) {
+    if (is_dora(r)) return write_peft(r);
     char path[4200];
     path_in(path, sizeof path, r->out, "adapter.gguf");
     cli_atomic_file af;
@@ -128,6 +134,10 @@ static bool write_adapter(run *r) {
  * (one writer for both commands, and a round trip on every run). */
 static bool write_peft(run *r) {
     char gguf[4200], peft[4200];
+    if (is_dora(r)) { /* no GGUF to convert: straight from the trainer */
+        path_in(peft, sizeof peft, r->out, "peft");
+        return cli_export_peft(wisp_train_lora(r->s.ctx), wisp_ctx_hparams(r->s.ctx), NULL, peft, r->quiet);
+    }
     path_in(gguf, sizeof gguf, r->out, "adapter.gguf");
     path_in(peft, sizeof peft, r->out, "peft");
     char *argv[] = {"export", gguf, "--to", "peft", "-m", (char *)(uintptr_t)r->set.model, "-o", peft, NULL};
@@ -352,8 +362,9 @@ static void summary(run *r) {
     if (r->skipped_total)
         fprintf(stderr, "; %lld steps skipped (non-finite gradient%s)", (long long)r->skipped_total,
                 wisp_ctx_config(r->s.ctx)->train.act_type == WISP_TYPE_F16 ? ", F16 overflows as the loss scale settles" : "");
-    fprintf(stderr, "\nmemory: arena %s, peak RSS %.1f MiB; wrote %s/{adapter.gguf,peft,config.json,log.csv,loss.svg}\n",
-            cli_human_bytes(arena, sizeof arena, r->s.arena_size), (double)cli_peak_memory_bytes() / 1048576.0, r->out);
+    fprintf(stderr, "\nmemory: arena %s, peak RSS %.1f MiB; wrote %s/{%speft,config.json,log.csv,loss.svg}\n",
+            cli_human_bytes(arena, sizeof arena, r->s.arena_size), (double)cli_peak_memory_bytes() / 1048576.0, r->out,
+            is_dora(r) ? "" : "adapter.gguf,");
 }
 
 /* With --resume the settings come from the run's config.json; only these may be given too. */
@@ -459,7 +470,9 @@ int cmd_finetune(int argc, char **argv) {
         {"format", 0, OPT_STR, &set->format, "auto|text|jsonl", "data format; auto: JSONL for .jsonl/.json files"},
         {"docs", 0, OPT_STR, &set->docs, "file|blank", "plain-text documents: the whole file, or blank-line paragraphs"},
         {"output", 'o', OPT_STR, &r.out, "OUTDIR", "folder for the adapter, config.json, log.csv, loss.svg, checkpoints"},
-        {"method", 0, OPT_STR, &set->method, "lora|rslora|dpo", "lora; rslora (alpha / sqrt(rank)); dpo: preference pairs, trl's DPO loss"},
+        {"method", 0, OPT_STR, &set->method, "lora|rslora|dora|dpo",
+         "lora; rslora (alpha / sqrt(rank)); dora (a trained magnitude per output row, PEFT use_dora); dpo: preference "
+         "pairs, trl's DPO loss"},
         {"beta", 0, OPT_FLOAT, &set->beta, "B", "(dpo) strength of the pull towards the base model (trl's beta)"},
         {"label-smoothing", 0, OPT_FLOAT, &set->label_smoothing, "E", "(dpo) assumed fraction of flipped labels, in [0, 0.5) (cDPO)"},
         {"loss-type", 0, OPT_STR, &set->loss_type, "sigmoid|ipo", "(dpo) trl's loss_type: sigmoid (DPO) or ipo"},
@@ -506,7 +519,8 @@ int cmd_finetune(int argc, char **argv) {
         "loss against the base model without the adapter (the reference), logged with trl's rewards/* columns.\n"
         "OUTDIR receives adapter.gguf (llama.cpp GGUF LoRA), peft/ (Hugging Face PEFT), config.json (every\n"
         "setting), log.csv, loss.svg and, with --checkpoint-every or on Ctrl-C, checkpoint.bin for --resume,\n"
-        "which continues bit-identically.\n"
+        "which continues bit-identically. --method dora writes no adapter.gguf (llama.cpp's format has no\n"
+        "DoRA magnitudes): peft/ is the adapter (use_dora, lora_magnitude_vector).\n"
         "Example: wisp finetune -m stories260K.gguf --data tinyshakespeare.txt --val-split 0.1 --ctx 128 \\\n"
         "           --rank 8 --steps 500 --eval-every 50 -o shakespeare-lora",
         opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};
@@ -618,7 +632,8 @@ int cmd_finetune(int argc, char **argv) {
     if (ok) ok = train(&r);
     signal(SIGINT, SIG_DFL);
     if (ok) ok = write_adapter(&r) && write_logs(&r);
-    if (ok && !write_peft(&r)) fprintf(stderr, "wisp finetune: warning: the PEFT copy could not be written\n");
+    if (ok && !is_dora(&r) && !write_peft(&r))
+        fprintf(stderr, "wisp finetune: warning: the PEFT copy could not be written\n");
     if (ok && set->checkpoint_every > 0) ok = write_checkpoint(&r);
     if (ok && !r.quiet) summary(&r);
     cli_log_free(&r.log);

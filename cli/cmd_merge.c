@@ -24,7 +24,8 @@ int cmd_merge(int argc, char **argv) {
     const cli_command cmd = {
         "merge", "-m BASE.gguf --lora ADAPTER[:SCALE] [--lora ...] [--type TYPE] -o MERGED.gguf",
         "Merge LoRA adapters into the base weights: W' = W + sum of scale * s * B A for every adapted\n"
-        "projection (s = the adapter's alpha / rank). Each weight is dequantized, merged and quantized\n"
+        "projection (s = the adapter's alpha / rank); a DoRA adapter (merged alone) gives\n"
+        "W' = m (W + scale * s * B A) / ||W + scale * s * B A|| row by row. Each weight is dequantized, merged and quantized\n"
         "again with wisp's reference quantizers, one row at a time (bounded memory); norms stay F32.",
         "Example: wisp merge -m base.gguf --lora style.gguf:0.5 --lora my-peft-adapter --type q4_k_m -o merged.gguf",
         opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};
@@ -70,6 +71,12 @@ int cmd_merge(int argc, char **argv) {
             n++;
         }
     }
+    for (int i = 0; i < n && ok && n > 1; i++)
+        if (adapters[i].lora.n_pairs > 0 && adapters[i].lora.pairs[0].magnitude) {
+            fprintf(stderr, "wisp merge: %s is DoRA, which merges alone (its row norms are of W + its own B A): "
+                            "merge it in a run of its own\n", loras.items[i]);
+            ok = false;
+        }
     if (ok) {
         r.out_path = out;
         r.in = &g;

@@ -104,7 +104,8 @@ int cmd_plan(int argc, char **argv) {
     const cli_opt opts[] = {
         CLI_MODEL_OPTS(&mo),
         {"train", 0, OPT_FLAG, &train, NULL, "plan LoRA fine-tuning: --ctx and --batch are then its sequence length and micro-batch"},
-        {"method", 0, OPT_STR, &ts.method, "lora|rslora|dpo", "(--train) as wisp finetune --method (dpo: --batch pairs)"},
+        {"method", 0, OPT_STR, &ts.method, "lora|rslora|dora|dpo",
+         "(--train) as wisp finetune --method (dora adds magnitudes, norms and a scratch; dpo: --batch pairs)"},
         {"rank", 'r', OPT_INT, &ts.rank, "R", "(--train) LoRA rank"},
         {"targets", 0, OPT_STR, &ts.targets, "LIST", "(--train) projections to adapt: all, or e.g. attn_q,attn_v"},
         {"optimizer", 0, OPT_STR, &ts.optimizer, "adamw|sgd", "(--train) AdamW keeps two moments, SGD one"},
@@ -158,6 +159,11 @@ int cmd_plan(int argc, char **argv) {
         cfg.n_ctx = cfg.n_batch = 16;
         ts.schedule = "constant"; /* the schedule does not change the plan */
         if (!ft_settings_to_config(&ts, &cfg.train)) {
+            cli_file_close(&f);
+            return CLI_USAGE;
+        }
+        if (c_header && cfg.train.dora) { /* the firmware's trainer is LoRA: a header would mislead it */
+            fprintf(stderr, "wisp plan: --c-header does not describe DoRA training (the firmware trains LoRA)\n");
             cli_file_close(&f);
             return CLI_USAGE;
         }

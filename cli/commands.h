@@ -3,6 +3,11 @@
 #ifndef WISP_CLI_COMMANDS_H
 #define WISP_CLI_COMMANDS_H
 
+#include <stdbool.h>
+
+#include "lora.h"
+#include "model.h"
+
 int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
@@ -14,6 +19,9 @@ int cmd_convert_llama2c(int argc, char **argv);
 int cmd_make_model(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+/* Write `lora` as a PEFT folder `out` (adapter_config.json, adapter_model.safetensors); prints why not
+ * (and, unless quiet, what it wrote). */
+bool cli_export_peft(const wisp_lora *lora, const wisp_hparams *hp, const char *base_model, const char *out, bool quiet);
 int cmd_merge(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_lora_grad(int argc, char **argv);

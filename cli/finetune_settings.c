@@ -25,6 +25,7 @@ static const setting table[] = {
     F("model", K_STR, model),           F("data", K_STR, data),
     F("val", K_STR, val),               F("val_split", K_FLOAT, val_split),
     F("format", K_STR, format),         F("docs", K_STR, docs),
+    F("method", K_STR, method),
     F("rank", K_INT, rank),             F("alpha", K_FLOAT, alpha),
     F("rslora", K_BOOL, rslora),        F("lora_dropout", K_FLOAT, dropout),
     F("targets", K_STR, targets),       F("ctx", K_INT, ctx),
@@ -82,15 +83,20 @@ static int pick(const char *what, const char *value, const char *const *names, i
 /* --method: one row per training method; a new method is a new row. */
 typedef struct ft_method {
     const char *name;
+    bool implemented;  /* the methods of PEFT/trl `--method` names but wisp has not built are refused by name */
     bool rslora;       /* scale alpha / sqrt(rank) */
+    bool dora;         /* a learned magnitude per output row times the direction of W + BA */
     int32_t objective; /* wisp_train_objective */
     int32_t seqs_per_example; /* sequences a --batch example contributes to the micro-batch */
 } ft_method;
 
 static const ft_method methods[] = {
-    {"lora", false, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"rslora", true, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"dpo", false, WISP_OBJECTIVE_DPO, 2}, /* a chosen and a rejected answer per pair */
+    {"lora", true, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"rslora", true, true, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"dora", true, false, true, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"prompt", false, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"prefix", false, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"dpo", true, false, false, WISP_OBJECTIVE_DPO, 2}, /* a chosen and a rejected answer per pair */
 };
 #define N_METHODS (sizeof methods / sizeof methods[0])
 
@@ -112,6 +118,10 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
     int lt = pick("loss-type", s->loss_type ? s->loss_type : "sigmoid", loss_types, 2);
     if (sched < 0 || opt < 0 || dt < 0 || me < 0 || lt < 0) return false;
     const ft_method *m = &methods[me];
+    if (!m->implemented) {
+        fprintf(stderr, "wisp finetune: method '%s' is not implemented yet\n", m->name);
+        return false;
+    }
     if (m->objective != WISP_OBJECTIVE_DPO && (s->label_smoothing != 0 || strcmp(s->loss_type, "sigmoid") != 0)) {
         fprintf(stderr, "wisp finetune: --label-smoothing and --loss-type belong to --method dpo\n");
         return false;
@@ -131,7 +141,7 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
         return false;
     }
     c->seq_len = s->ctx, c->micro_batch = s->batch * m->seqs_per_example, c->rank = s->rank, c->alpha = s->alpha;
-    c->rslora = s->rslora || m->rslora;
+    c->rslora = s->rslora || m->rslora, c->dora = m->dora;
     c->objective = m->objective, c->dpo_beta = s->beta, c->dpo_label_smoothing = s->label_smoothing;
     c->dpo_loss = loss_ids[lt];
     c->loss_scale_hysteresis = s->loss_scale_hysteresis, c->min_loss_scale = s->min_loss_scale;

@@ -12,7 +12,7 @@
 
 typedef struct ft_settings {
     const char *model, *data, *val, *format, *docs, *targets, *schedule, *optimizer, *act_dtype;
-    const char *method, *loss_type; /* --method (lora, rslora, dpo); DPO's --loss-type (sigmoid, ipo) */
+    const char *method, *loss_type; /* --method (lora, rslora, dora, dpo; prompt and prefix refused by name); DPO's --loss-type (sigmoid, ipo) */
     float beta, label_smoothing;    /* DPO */
     float min_loss_scale;           /* F16: the floor of the dynamic loss scale */
     int32_t loss_scale_hysteresis;  /* F16: overflows tolerated before the scale halves */

@@ -8,7 +8,14 @@
  * q/k rows are permuted relative to HF order; PEFT import/export converts).
  *
  * `scale` is the adapter's own factor (alpha / rank, or alpha / sqrt(rank)
- * for rsLoRA); a user scale given when attaching multiplies it. */
+ * for rsLoRA); a user scale given when attaching multiplies it.
+ *
+ * DoRA (PEFT `use_dora`) adds a magnitude per output row: the adapted weight
+ * is m (W + s B A) / ||W + s B A||_row, i.e. y = (m / n) (W x + s B A x)
+ * (+ bias after), where n[o] is the L2 norm of row o of W + s B A. PEFT
+ * treats n as a constant in backward (DoRA paper, section 4.3), and so does
+ * wisp. `magnitude` is always F32 (importers convert); `norm` is room for n
+ * that its owner provides and core fills (at attach, and per training step). */
 #ifndef WISP_LORA_H
 #define WISP_LORA_H
 
@@ -26,6 +33,8 @@ typedef struct wisp_lora_pair {
     const void *b;  /* [n_out][rank] */
     float alpha;    /* as recorded by the source (for export) */
     float scale;    /* effective factor applied to B (A x) */
+    const float *magnitude; /* DoRA: [n_out] m; NULL for plain LoRA */
+    float *norm;            /* DoRA: [n_out] room for the row norms of W + s B A */
 } wisp_lora_pair;
 
 typedef struct wisp_lora {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "dora.h"
 #include "quant.h"
 
 size_t wisp_adapters_plan_bytes(int32_t n_layers, int32_t max_adapters, int32_t max_rank, int32_t n_batch) {
@@ -66,6 +67,27 @@ wisp_status wisp_lora_pair_check(const wisp_model *m, const wisp_lora_pair *p, i
     return WISP_OK;
 }
 
+/* DoRA's row norms of W + s B A for every pair at the attached scale, one
+ * dequantized row at a time in the idle activation scratch (attach time:
+ * no forward pass runs). */
+static void dora_refresh(wisp_ctx *ctx, const wisp_lora *lora, float user_scale) {
+    const wisp_hparams *hp = &ctx->model.hp;
+    size_t room_gate = (size_t)ctx->cfg.n_batch * (size_t)hp->ffn_dim;
+    for (int32_t i = 0; i < lora->n_pairs; i++) {
+        const wisp_lora_pair *p = &lora->pairs[i];
+        if (!p->magnitude) continue;
+        const wisp_weight *w = &ctx->model.layers[p->layer].proj[p->proj];
+        float *row = (size_t)p->n_in <= room_gate ? ctx->s.gate : ctx->s.xb;
+        size_t room = (size_t)p->n_in <= room_gate ? room_gate : (size_t)ctx->cfg.n_batch * (size_t)(hp->dim > ctx->q_dim ? hp->dim : ctx->q_dim);
+        if ((size_t)ctx->exec.threads.n_threads * (size_t)p->n_in <= room)
+            wisp_dora_norms(&ctx->exec, w, p, user_scale * p->scale, row, p->norm);
+        else
+            wisp_dora_norm_rows(&ctx->exec, w, p, user_scale * p->scale, row, 0, p->n_out, p->norm);
+    }
+}
+
+static bool is_dora(const wisp_lora *l) { return l->n_pairs > 0 && l->pairs[0].magnitude; }
+
 static wisp_adapter_slot *find_slot(wisp_adapter_set *set, int32_t handle) {
     for (int32_t i = 0; i < set->max_adapters; i++)
         if (set->slots[i].lora && set->slots[i].handle == handle) return &set->slots[i];
@@ -98,7 +120,22 @@ wisp_status wisp_adapter_attach(wisp_ctx *ctx, const wisp_lora *lora, float scal
             if (lora->pairs[j].layer == p->layer && lora->pairs[j].proj == p->proj)
                 return wisp_fail(err, WISP_ERR_FORMAT, "blk.%d.%s: the adapter adapts this projection twice", p->layer,
                                  wisp_proj_gguf_name(p->proj));
+        if (!p->magnitude != !lora->pairs[0].magnitude)
+            return wisp_fail(err, WISP_ERR_FORMAT, "blk.%d.%s: an adapter is DoRA in all its pairs or in none",
+                             p->layer, wisp_proj_gguf_name(p->proj));
+        if (p->magnitude && !p->norm)
+            return wisp_fail(err, WISP_ERR_ARG, "blk.%d.%s: DoRA pair without room for its row norms", p->layer,
+                             wisp_proj_gguf_name(p->proj));
     }
+    /* DoRA normalizes W + (its own) s B A: another adapter on the same
+     * weights would change what it normalizes, so a DoRA adapter stays alone */
+    bool dora_attached = false;
+    for (int32_t i = 0; i < set->max_adapters; i++) dora_attached |= set->slots[i].lora && is_dora(set->slots[i].lora);
+    if (dora_attached || (is_dora(lora) && set->n_attached > 0))
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "a DoRA adapter is applied alone: %s",
+                         dora_attached ? "one is attached already (detach it first)"
+                                       : "detach the other adapters first (or merge them into the base)");
+    if (is_dora(lora)) dora_refresh(ctx, lora, scale);
     for (int32_t i = 0; i < lora->n_pairs; i++) {
         const wisp_lora_pair *p = &lora->pairs[i];
         size_t cell = (size_t)p->layer * WISP_PROJ_COUNT + (size_t)p->proj;
@@ -120,6 +157,7 @@ wisp_status wisp_adapter_set_scale(wisp_ctx *ctx, int32_t handle, float scale, w
     if (!slot) return wisp_fail(err, WISP_ERR_ARG, "no adapter with handle %d is attached", handle);
     if (!isfinite(scale)) return wisp_fail(err, WISP_ERR_NUMERIC, "the adapter scale is not finite");
     slot->scale = scale;
+    if (is_dora(slot->lora)) dora_refresh(ctx, slot->lora, scale); /* the norms are of W + scale s B A */
     return WISP_OK;
 }
 
@@ -199,5 +237,6 @@ void wisp_adapters_apply(const wisp_adapter_set *set, wisp_exec *e, int32_t laye
         else down_job(&j, 0, 1);
         if (wide) wisp_exec_parallel(e, up_job, &j);
         else up_job(&j, 0, 1);
+        if (p->magnitude) wisp_dora_scale_rows(p, y, ldy, n_tok); /* alone on its projection (attach) */
     }
 }

@@ -56,6 +56,10 @@ typedef struct wisp_train {
     int32_t lowest_layer;  /* below it no gradient is needed */
     size_t n_params;
     float *params, *grad, *m1, *m2; /* m2 only for AdamW; m1 NULL for SGD without momentum */
+    /* DoRA: each pair's magnitude m [n_out] follows its B in params (and
+     * grad); the row norms of W + s B A, [sum of n_out], are refreshed at
+     * the start of every forward pass (train_dora.c) */
+    float *dora_norm;
 
     train_saved *saved;    /* [L] */
 
@@ -75,6 +79,8 @@ typedef struct wisp_train {
     float *dsum;     /* [T][H] rowsum(dO * O) per query */
     float *dh;       /* [T][rank] gradient of A x */
     float *drop;     /* [T][max n_in] dropped-out LoRA input (dropout > 0 only) */
+    float *dora_z;   /* DoRA: [T][max n_out] W x + s B A x of a projection, then its gradient */
+    float *dora_row; /* DoRA: [n_threads][max n_in] dequantized rows for the norms */
     float *logits;   /* [loss_chunk][V] */
     double *tok_loss;/* [T] cross-entropy per target */
     float *rope;     /* [S][rope_dim] */
@@ -165,6 +171,16 @@ void wisp_train_lora_forward(wisp_train *tr, int32_t pair, int32_t layer, const 
  * is not NULL, dx += drop'(A^T dh). */
 void wisp_train_lora_backward(wisp_train *tr, int32_t pair, int32_t layer, const float *x, const float *h,
                               const float *dy, float *dx);
+
+/* ---- train_dora.c ---- */
+/* Refresh every DoRA pair's row norms from the current A and B. */
+void wisp_train_dora_norms(wisp_train *tr);
+/* Backward of y = (m / n) z for one DoRA pair given dy (n constant): dm +=
+ * sum_t dy z / n with z = W x + s B h recomputed, and returns dz = (m / n) dy,
+ * written into `out` (which may be dy itself, or NULL for tr->dora_z).
+ * Returns dy untouched when the pair is plain LoRA. */
+const float *wisp_train_dora_backward(wisp_train *tr, int32_t layer, int proj, const float *x, const float *h,
+                                      const float *dy, float *out);
 
 /* ---- attention_backward.c ---- */
 /* dq (token-major) and dkh/dvh (per kv head) of causal attention for the

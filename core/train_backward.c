@@ -30,6 +30,7 @@ void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) 
     /* ---- feed-forward block: out = x_mid + W_down (silu(g) u) ---- */
     if (!tr->cfg.checkpointing) wisp_train_act_mul_rows(tr, tr->act, v->g, v->u); /* recomputing did it */
     const float *d_down = post_norm_back(tr, l, v, WISP_PROJ_DOWN, tr->act, W->post_ffn_norm, tr->dx);
+    d_down = wisp_train_dora_backward(tr, l, WISP_PROJ_DOWN, tr->act, v->h[WISP_PROJ_DOWN], d_down, NULL);
     if (need_ffn_in) wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_DOWN], d_down, T, tr->dact, false);
     if (pair[WISP_PROJ_DOWN] >= 0)
         wisp_train_lora_backward(tr, pair[WISP_PROJ_DOWN], l, tr->act, v->h[WISP_PROJ_DOWN], d_down,
@@ -37,6 +38,9 @@ void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) 
     if (!need_ffn_in) return;
     wisp_train_act_mul_backward(tr, tr->dact, tr->act, v->g, v->u); /* dact := d g, act := d u */
     wisp_train_rmsnorm_rows(tr, tr->xn, v->xmid, W->ffn_norm, T);
+    /* DoRA turns d g and d u into the gradients of W x + s B A x, in place */
+    wisp_train_dora_backward(tr, l, WISP_PROJ_GATE, tr->xn, v->h[WISP_PROJ_GATE], tr->dact, tr->dact);
+    wisp_train_dora_backward(tr, l, WISP_PROJ_UP, tr->xn, v->h[WISP_PROJ_UP], tr->act, tr->act);
     float *dxn = need_attn ? tr->dxn : NULL;
     if (need_attn) {
         wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_GATE], tr->dact, T, tr->dxn, false);
@@ -52,6 +56,7 @@ void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) 
     /* ---- attention block: x_mid = x_in + W_o attention(rope(W_q xn), rope(W_k xn), W_v xn) ---- */
     bool need_qkv = below || pair[WISP_PROJ_Q] >= 0 || pair[WISP_PROJ_K] >= 0 || pair[WISP_PROJ_V] >= 0;
     const float *d_o = post_norm_back(tr, l, v, WISP_PROJ_O, v->o, W->post_attn_norm, tr->dx);
+    d_o = wisp_train_dora_backward(tr, l, WISP_PROJ_O, v->o, v->h[WISP_PROJ_O], d_o, NULL);
     if (need_qkv) wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_O], d_o, T, tr->dout, false);
     if (pair[WISP_PROJ_O] >= 0)
         wisp_train_lora_backward(tr, pair[WISP_PROJ_O], l, v->o, v->h[WISP_PROJ_O], d_o, need_qkv ? tr->dout : NULL);
@@ -65,13 +70,15 @@ void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) 
         wisp_train_project(tr, l, WISP_PROJ_K, tr->xn, tr->kraw, v->h[WISP_PROJ_K], W->bias_k);
     }
     wisp_train_qk_rope_backward(tr, l, tr->dq, tr->k, tr->qraw, tr->kraw);
+    const float *dy[3] = {tr->dq, tr->k, tr->v};
+    for (int p = WISP_PROJ_Q; p <= WISP_PROJ_V; p++) /* DoRA: in place, these are free after */
+        wisp_train_dora_backward(tr, l, p, tr->xn, v->h[p], dy[p], (float *)(uintptr_t)dy[p]);
     dxn = below ? tr->dxn : NULL;
     if (below) {
         wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_Q], tr->dq, T, tr->dxn, false);
         wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_K], tr->k, T, tr->dxn, true);
         wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_V], tr->v, T, tr->dxn, true);
     }
-    const float *dy[3] = {tr->dq, tr->k, tr->v};
     for (int p = WISP_PROJ_Q; p <= WISP_PROJ_V; p++)
         if (pair[p] >= 0) wisp_train_lora_backward(tr, pair[p], l, tr->xn, v->h[p], dy[p], dxn);
     if (below) wisp_train_rmsnorm_backward(tr, tr->dx, v->xin, W->attn_norm, tr->dxn, T, true);

@@ -55,6 +55,7 @@ typedef struct wisp_train_config {
     /* ---- LoRA ---- */
     float alpha;          /* 0: 2 x rank */
     bool rslora;          /* scale alpha / sqrt(rank) instead of alpha / rank */
+    bool dora;            /* weight-decomposed LoRA (PEFT use_dora): a trained magnitude per output row */
     float dropout;        /* probability of zeroing an input of the LoRA path, in [0, 1) */
     uint64_t seed;        /* initialisation of A and dropout masks */
 

@@ -7,6 +7,7 @@
 #include "half.h"
 #include "layer_ops.h"
 #include "matmul_t.h"
+#include "dora.h"
 #include "train.h"
 
 typedef struct range_job {
@@ -142,7 +143,10 @@ void wisp_train_project(wisp_train *tr, int32_t layer, int proj, const float *x,
     const wisp_weight *w = &tr->model->layers[layer].proj[proj];
     wisp_exec_matmul(&tr->exec, w, x, w->cols, tr->T, y, w->rows);
     int32_t pair = tr->pair_of[layer * WISP_PROJ_COUNT + proj];
-    if (pair >= 0 && !tr->adapter_off) wisp_train_lora_forward(tr, pair, layer, x, h, y);
+    if (pair >= 0 && !tr->adapter_off) { /* adapter_off: the base alone (DPO's reference model) */
+        wisp_train_lora_forward(tr, pair, layer, x, h, y);
+        if (tr->pairs[pair].magnitude) wisp_dora_scale_rows(&tr->pairs[pair], y, w->rows, tr->T);
+    }
     if (bias)
         for (int32_t t = 0; t < tr->T; t++)
             for (int32_t i = 0; i < w->rows; i++) y[(size_t)t * w->rows + i] += bias[i];

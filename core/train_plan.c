@@ -41,6 +41,9 @@ wisp_status wisp_train_resolve(const wisp_hparams *hp, wisp_config *cfg, wisp_er
     if (c->alpha == 0) c->alpha = 2.0f * (float)c->rank;
     if (!isfinite(c->alpha)) return bad(err, "alpha is not finite");
     if (!(c->dropout >= 0 && c->dropout < 1)) return bad(err, "dropout must be in [0, 1)");
+    /* PEFT's DoRA with dropout adds (m/n - 1) W dropout(x) to W x: a second
+     * base product wisp does not implement, so it is refused, not approximated */
+    if (c->dora && c->dropout > 0) return bad(err, "DoRA with LoRA dropout is not implemented yet (use dropout 0)");
     if (c->lr == 0) c->lr = 1e-3f;
     if (!(c->lr > 0 && isfinite(c->lr))) return bad(err, "the learning rate must be positive");
     if (c->beta1 == 0) c->beta1 = 0.9f;
@@ -116,7 +119,7 @@ static size_t param_count(const wisp_hparams *hp, const wisp_train_config *c) {
         if (!(c->targets & (1u << p))) continue;
         int32_t n_in, n_out;
         proj_shape(hp, p, &n_in, &n_out);
-        per_layer += (size_t)c->rank * ((size_t)n_in + (size_t)n_out);
+        per_layer += (size_t)c->rank * ((size_t)n_in + (size_t)n_out) + (c->dora ? (size_t)n_out : 0);
     }
     return mul(per_layer, (size_t)hp->n_layers);
 }
@@ -148,6 +151,15 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
     void *params = take(c, n_params, f, WISP_PART_LORA);
     void *pairs = take(c, n_pairs, sizeof(wisp_lora_pair), WISP_PART_LORA);
     void *pair_of = take(c, L * WISP_PROJ_COUNT, sizeof(int32_t), WISP_PART_LORA);
+    size_t n_rows = 0, max_out = 0; /* DoRA: output rows of all pairs, and of the widest */
+    for (int p = 0; p < WISP_PROJ_COUNT; p++) {
+        int32_t n_in, n_out;
+        proj_shape(hp, p, &n_in, &n_out);
+        if (!(tc->targets & (1u << p))) continue;
+        n_rows += (size_t)n_out * L;
+        if ((size_t)n_out > max_out) max_out = (size_t)n_out;
+    }
+    void *dora_norm = tc->dora ? take(c, n_rows, f, WISP_PART_LORA) : NULL;
     void *grad = take(c, n_params, f, WISP_PART_GRADIENTS);
     void *grad_pairs = take(c, n_pairs, sizeof(wisp_lora_pair), WISP_PART_GRADIENTS);
     bool adam = tc->optimizer == WISP_OPTIMIZER_ADAMW;
@@ -208,6 +220,10 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
     w.dsum = take(c, T * H, f, P);
     w.dh = take(c, T * r, f, P);
     if (tc->dropout > 0) w.drop = take(c, T * max_in, f, P);
+    if (tc->dora) {
+        w.dora_z = take(c, T * max_out, f, P);
+        w.dora_row = take(c, (size_t)cfg->threads.n_threads * max_in, f, P);
+    }
     w.logits = take(c, (size_t)tc->loss_chunk * (size_t)hp->n_vocab, f, P);
     w.tok_loss = take(c, T, sizeof(double), P);
     w.rope = take(c, (size_t)tc->seq_len * (size_t)hp->rope_dim, f, P);
@@ -238,6 +254,7 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
     /* carving: keep what was taken; the struct itself was carved by the caller */
     w.saved = saved;
     w.params = params, w.grad = grad, w.m1 = m1, w.m2 = m2, w.n_params = n_params;
+    w.dora_norm = dora_norm;
     w.pairs = pairs, w.grad_pairs = grad_pairs, w.pair_of = pair_of, w.n_pairs = (int32_t)n_pairs;
     w.exec.act = exec_act;
     w.exec.act_bytes = mul(T, act_row_bytes);
@@ -246,7 +263,9 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
 }
 
 /* A uniform in +-1/sqrt(n_in) (PEFT's kaiming_uniform with a = sqrt(5)),
- * B zero; one counter-based stream per pair so pairs are independent. */
+ * B zero; one counter-based stream per pair so pairs are independent. DoRA's
+ * magnitude starts as the row norms of W (PEFT's, B being zero), so the
+ * adapted model starts equal to the base. */
 static void init_adapter(wisp_train *tr) {
     memset(tr->params, 0, tr->n_params * sizeof(float));
     for (int32_t i = 0; i < tr->n_pairs; i++) {
@@ -256,6 +275,10 @@ static void init_adapter(wisp_train *tr) {
         for (size_t j = 0; j < (size_t)p->rank * (size_t)p->n_in; j++)
             a[j] = (2.0f * wisp_unit_float(wisp_hash2(key, j)) - 1.0f) * bound;
     }
+    if (!tr->cfg.dora) return;
+    wisp_train_dora_norms(tr);
+    for (int32_t i = 0; i < tr->n_pairs; i++)
+        memcpy((float *)(uintptr_t)tr->pairs[i].magnitude, tr->pairs[i].norm, (size_t)tr->pairs[i].n_out * sizeof(float));
 }
 
 wisp_status wisp_train_layout(wisp_layout *lay, wisp_ctx *ctx, const wisp_gguf *g, const wisp_hparams *hp,
@@ -290,7 +313,7 @@ wisp_status wisp_train_layout(wisp_layout *lay, wisp_ctx *ctx, const wisp_gguf *
     }
 
     /* pairs in (layer, projection) order over one flat parameter array */
-    size_t off = 0;
+    size_t off = 0, norm_off = 0;
     int32_t n = 0;
     tr->lowest_layer = tr->L;
     for (int32_t l = 0; l < tr->L; l++)
@@ -298,14 +321,18 @@ wisp_status wisp_train_layout(wisp_layout *lay, wisp_ctx *ctx, const wisp_gguf *
             tr->pair_of[l * WISP_PROJ_COUNT + p] = -1;
             if (!(tc->targets & (1u << p))) continue;
             const wisp_weight *w = &ctx->model.layers[l].proj[p];
-            wisp_lora_pair pr = {l, p, tc->rank, w->cols, w->rows, WISP_TYPE_F32, NULL, NULL, tc->alpha, tr->scale};
+            wisp_lora_pair pr = {l, p, tc->rank, w->cols, w->rows, WISP_TYPE_F32, NULL, NULL, tc->alpha, tr->scale, NULL, NULL};
             size_t na = (size_t)tc->rank * (size_t)w->cols, nb = (size_t)tc->rank * (size_t)w->rows;
+            size_t nm = tc->dora ? (size_t)w->rows : 0;
             pr.a = tr->params + off, pr.b = tr->params + off + na;
+            if (nm) pr.magnitude = tr->params + off + na + nb, pr.norm = tr->dora_norm + norm_off;
             tr->pairs[n] = pr;
             pr.a = tr->grad + off, pr.b = tr->grad + off + na;
+            if (nm) pr.magnitude = tr->grad + off + na + nb;
             tr->grad_pairs[n] = pr;
             tr->pair_of[l * WISP_PROJ_COUNT + p] = n++;
-            off += na + nb;
+            off += na + nb + nm;
+            norm_off += nm;
             if (l < tr->lowest_layer) tr->lowest_layer = l;
         }
     if (off != tr->n_params || n != tr->n_pairs)

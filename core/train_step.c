@@ -33,6 +33,7 @@ static wisp_status begin_batch(wisp_train *tr, const int32_t *tokens, const uint
 }
 
 void wisp_train_forward(wisp_train *tr, train_pass pass) {
+    wisp_train_dora_norms(tr); /* A and B may have changed since the last pass */
     wisp_train_embed(tr);
     for (int32_t l = 0; l < tr->L; l++) {
         train_views v;
@@ -92,7 +93,9 @@ wisp_status wisp_train_optimizer_step(wisp_ctx *ctx, wisp_train_step_info *info,
     wisp_status s = need_train(ctx, err);
     if (s) return s;
     wisp_train_step_info local;
-    return wisp_train_apply_optimizer(ctx->train, info ? info : &local, err);
+    s = wisp_train_apply_optimizer(ctx->train, info ? info : &local, err);
+    wisp_train_dora_norms(ctx->train); /* the adapter as wisp_train_lora() hands it out matches A and B */
+    return s;
 }
 
 const wisp_lora *wisp_train_lora(const wisp_ctx *ctx) { return ctx->train ? &ctx->train->lora : NULL; }
@@ -131,7 +134,12 @@ wisp_status wisp_train_set_lora(wisp_ctx *ctx, const wisp_lora *src, wisp_error 
                 return wisp_fail(err, WISP_ERR_UNSUPPORTED, "blk.%d.%s: tensors must be F32, F16 or BF16", p->layer,
                                  wisp_proj_gguf_name(p->proj));
             if (!p->a || !p->b) return wisp_fail(err, WISP_ERR_ARG, "blk.%d.%s: missing A or B", p->layer, wisp_proj_gguf_name(p->proj));
+            if (!p->magnitude != !d->magnitude)
+                return wisp_fail(err, WISP_ERR_ARG, "blk.%d.%s: %s adapter given to a context that trains %s", p->layer,
+                                 wisp_proj_gguf_name(p->proj), p->magnitude ? "a DoRA" : "a plain LoRA",
+                                 d->magnitude ? "DoRA" : "plain LoRA");
             if (pass == 0) continue;
+            if (d->magnitude) memcpy((float *)(uintptr_t)d->magnitude, p->magnitude, (size_t)d->n_out * sizeof(float));
             copy_matrix((float *)(uintptr_t)d->a, p->a, p->type, (size_t)d->rank * (size_t)d->n_in);
             copy_matrix((float *)(uintptr_t)d->b, p->b, p->type, (size_t)d->rank * (size_t)d->n_out);
         }

@@ -59,6 +59,14 @@ done
 golden=$S/golden/adapters/stories260K-r4
 [ -f "$golden/peft/adapter_config.json" ] &&
     lenprefixed "$golden/peft/adapter_config.json" "$golden/peft/adapter_model.safetensors" > "$seeds/golden.peft"
+# A DoRA adapter (use_dora, lora_magnitude_vector, q/k rows permuted) for stories260K: one step on q/k
+if [ -f "$S/models/stories260K.gguf" ] && [ -f "$S/data/tinyshakespeare.txt" ]; then
+    head -c 4000 "$S/data/tinyshakespeare.txt" > "$seeds/dora.txt"
+    "$W" finetune -m "$S/models/stories260K.gguf" --data "$seeds/dora.txt" --ctx 16 --batch 1 --rank 1 --steps 1 \
+        --targets attn_q,attn_k --method dora -q -t 1 --overwrite -o "$seeds/dora-run" 2>/dev/null &&
+        lenprefixed "$seeds/dora-run/peft/adapter_config.json" "$seeds/dora-run/peft/adapter_model.safetensors" \
+            > "$seeds/dora.peft"
+fi
 # A minimal safetensors file: header, one F16 tensor, metadata
 h='{"w":{"dtype":"F16","shape":[2,2],"data_offsets":[0,8]},"__metadata__":{"format":"pt"}}'
 { le32 ${#h}; le32 0; printf '%s' "$h"; printf '\x00\x3c\x00\x40\x00\x42\x00\x44'; } > "$seeds/min.safetensors"

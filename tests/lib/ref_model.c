@@ -128,13 +128,15 @@ static void project(const ref_model *r, int32_t layer, int32_t proj, int32_t t, 
     ref_proj_shape(&r->hp, proj, &n_in, &n_out);
     const double *w = r->w[proj] + (size_t)layer * (size_t)n_in * (size_t)n_out;
     for (int32_t o = 0; o < n_out; o++) {
-        double s = bias ? bias[o] : 0.0;
+        double s = 0.0;
         for (int32_t i = 0; i < n_in; i++) s += w[(size_t)o * n_in + i] * x[i];
         y[o] = s;
     }
+    const ref_lora *dora = NULL;
     for (int32_t k = 0; k < r->n_lora; k++) {
         const ref_lora *l = &r->lora[k];
         if (l->layer != layer || l->proj != proj) continue;
+        if (l->m) dora = l;
         for (int32_t j = 0; j < l->rank; j++) {
             double h = 0;
             for (int32_t i = 0; i < n_in; i++) {
@@ -144,6 +146,27 @@ static void project(const ref_model *r, int32_t layer, int32_t proj, int32_t t, 
             }
             for (int32_t o = 0; o < n_out; o++) y[o] += l->scale * l->b[(size_t)o * l->rank + j] * h;
         }
+    }
+    if (dora) {
+        double *norm = malloc(sizeof(double) * (size_t)n_out);
+        if (!dora->norm) ref_dora_norms(r, dora, norm);
+        for (int32_t o = 0; o < n_out; o++) y[o] *= dora->m[o] / (dora->norm ? dora->norm[o] : norm[o]);
+        free(norm);
+    }
+    if (bias)
+        for (int32_t o = 0; o < n_out; o++) y[o] += bias[o];
+}
+
+void ref_dora_norms(const ref_model *r, const ref_lora *l, double *norm) {
+    const double *w = r->w[l->proj] + (size_t)l->layer * (size_t)l->n_in * (size_t)l->n_out;
+    for (int32_t o = 0; o < l->n_out; o++) {
+        double ss = 0;
+        for (int32_t i = 0; i < l->n_in; i++) {
+            double v = w[(size_t)o * l->n_in + i];
+            for (int32_t j = 0; j < l->rank; j++) v += l->scale * l->b[(size_t)o * l->rank + j] * l->a[(size_t)j * l->n_in + i];
+            ss += v * v;
+        }
+        norm[o] = sqrt(ss);
     }
 }
 
@@ -301,7 +324,7 @@ double ref_loss(const ref_model *r, const int32_t *tokens, int32_t n, const uint
 
 ref_lora ref_lora_random(const wisp_hparams *hp, int32_t layer, int32_t proj, int32_t rank, double scale, double amp,
                          uint64_t *rng) {
-    ref_lora l = {layer, proj, rank, 0, 0, NULL, NULL, scale};
+    ref_lora l = {layer, proj, rank, 0, 0, NULL, NULL, scale, NULL, NULL};
     ref_proj_shape(hp, proj, &l.n_in, &l.n_out);
     l.a = malloc(sizeof(double) * (size_t)rank * (size_t)l.n_in);
     l.b = malloc(sizeof(double) * (size_t)rank * (size_t)l.n_out);
@@ -317,5 +340,6 @@ ref_lora ref_lora_random(const wisp_hparams *hp, int32_t layer, int32_t proj, in
 void ref_lora_free(ref_lora *l) {
     free(l->a);
     free(l->b);
-    l->a = l->b = NULL;
+    free(l->m);
+    l->a = l->b = l->m = NULL;
 }

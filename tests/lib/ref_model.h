@@ -12,11 +12,17 @@
 
 #include "model.h"
 
-/* One LoRA pair in doubles: y += scale * B (A x), A [rank][n_in], B [n_out][rank]. */
+/* One LoRA pair in doubles: y += scale * B (A x), A [rank][n_in], B [n_out][rank].
+ * DoRA (m not NULL): the projection's output before its bias becomes
+ * (m / n) (W x + scale B A x), n[o] = ||W_o + scale B_o A||; with `norm`
+ * set, n is taken from it (held constant, as PEFT's detached norm), else
+ * computed from the current A and B. ref_lora_free frees m; norm is not owned. */
 typedef struct ref_lora {
     int32_t layer, proj, rank, n_in, n_out;
     double *a, *b;
     double scale;
+    double *m;
+    const double *norm;
 } ref_lora;
 
 typedef struct ref_model {
@@ -56,6 +62,9 @@ double ref_loss(const ref_model *r, const int32_t *tokens, int32_t n, const uint
 ref_lora ref_lora_random(const wisp_hparams *hp, int32_t layer, int32_t proj, int32_t rank, double scale, double amp,
                          uint64_t *rng);
 void ref_lora_free(ref_lora *l);
+
+/* norm[o] = ||W_o + scale B_o A|| of pair l on r's dequantized base weights. */
+void ref_dora_norms(const ref_model *r, const ref_lora *l, double *norm);
 
 /* n_in / n_out of projection `proj` of a model with these hyperparameters. */
 void ref_proj_shape(const wisp_hparams *hp, int32_t proj, int32_t *n_in, int32_t *n_out);

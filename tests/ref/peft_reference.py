@@ -4,7 +4,9 @@
 It rebuilds the Hugging Face view of a GGUF llama/qwen2 model (for arch llama
 the rows of q/k are put back from GGUF order, undoing llama.cpp's conversion
 permutation), applies PEFT adapters exactly as PEFT does (W + scaling * B @ A
-with lora_B in the folder's own, Hugging Face, row order) and runs the model
+with lora_B in the folder's own, Hugging Face, row order; for DoRA, use_dora,
+each row of that then scaled to lora_magnitude_vector / its L2 norm, PEFT's
+merged weight) and runs the model
 with Hugging Face's rotate-half RoPE. If wisp's GGUF-order handling of q/k
 LoRA rows were wrong, its logits would not match these.
 
@@ -74,7 +76,10 @@ def load_peft(folder, scale):
         alpha = pattern_value(cfg.get("alpha_pattern"), module, cfg.get("lora_alpha", 8))
         assert r == a.shape[0], f"{module}: rank {a.shape[0]} vs config {r}"
         scaling = alpha / (math.sqrt(r) if cfg.get("use_rslora") else r)
-        deltas[(layer, proj)] = (scale * scaling, b, a)
+        # DoRA: PEFT saves the magnitude as "<module>.lora_magnitude_vector" (Hugging Face row order)
+        mag = tensors.get(name.replace("lora_A.weight", "lora_magnitude_vector"))
+        assert (mag is not None) == bool(cfg.get("use_dora")), f"{module}: magnitude vs use_dora"
+        deltas[(layer, proj)] = (scale * scaling, b, a, mag)
     return deltas
 
 
@@ -107,11 +112,15 @@ class Model:
                     w = unpermute(w, self.n_head if gname == "attn_q" else self.n_kv)
                 for d in adapters:
                     if (i, hname) in d:
-                        s, b, a = d[(i, hname)]
+                        s, b, a, mag = d[(i, hname)]
                         if naive and arch == "llama" and gname in ("attn_q", "attn_k"):
                             # rows taken as GGUF order: in HF order they land permuted the other way
                             b = unpermute(b, self.n_head if gname == "attn_q" else self.n_kv)
+                            if mag is not None:
+                                mag = unpermute(mag, self.n_head if gname == "attn_q" else self.n_kv)
                         w = w + s * (b @ a)
+                        if mag is not None:  # DoRA: each row rescaled to the learned magnitude
+                            w = (mag / np.linalg.norm(w, axis=1))[:, None] * w
                 L[hname] = w
             for b in ("attn_q", "attn_k", "attn_v"):
                 name = f"blk.{i}.{b}.bias"

@@ -197,6 +197,57 @@ static void test_round_trips(void) {
     round_trip(&hp, WISP_TYPE_F32, 0x7f, mixed_rank, 8.0f, false, 3);
 }
 
+/* DoRA: magnitudes survive wisp -> PEFT -> wisp exactly (q/k rows moved to
+ * HF order and back for llama), the config says use_dora, and exporting the
+ * import again gives the same bytes. */
+static void dora_round_trip(const wisp_hparams *hp, int type) {
+    fixture_lora f = fixture_make(hp, type, 0x7f, mixed_rank, 8.0f, false, 7);
+    float *mags = malloc(sizeof(float) * (size_t)f.lora.n_pairs * 256);
+    for (int32_t i = 0; i < f.lora.n_pairs; i++) {
+        float *m = mags + (size_t)i * 256;
+        for (int32_t o = 0; o < f.pairs[i].n_out; o++) m[o] = 0.5f + 0.01f * (float)((i * 31 + o * 7) % 97);
+        f.pairs[i].magnitude = m;
+    }
+    char *cfg, *cfg2;
+    unsigned char *st, *st2;
+    size_t n_cfg, n_st, n_cfg2, n_st2;
+    REQUIRE(export_peft(&f.lora, hp, &cfg, &n_cfg, &st, &n_st), "export DoRA");
+    CHECK(strstr(cfg, "\"use_dora\": true") != NULL, "use_dora not set:\n%s", cfg);
+    loaded L;
+    wisp_error err = {0};
+    REQUIRE(load_peft(&L, cfg, n_cfg, st, n_st, hp, &err) == WISP_OK, "import DoRA: %s", err.message);
+    CHECK(L.p.info.use_dora && same_pairs(&L.lora, &f.lora, true), "DoRA pairs differ after the round trip");
+    for (int32_t i = 0; i < L.lora.n_pairs; i++) {
+        const wisp_lora_pair *p = &L.lora.pairs[i];
+        CHECK(p->magnitude && p->norm && memcmp(p->magnitude, f.pairs[i].magnitude, sizeof(float) * (size_t)p->n_out) == 0,
+              "blk.%d.%s: magnitude differs after the round trip", p->layer, wisp_proj_gguf_name(p->proj));
+    }
+    if (hp->arch == WISP_ARCH_LLAMA) { /* the stored q magnitude is in HF order: not the GGUF one */
+        wisp_st_tensor raw;
+        REQUIRE(wisp_st_find(&L.p.st, "base_model.model.model.layers.0.self_attn.q_proj.lora_magnitude_vector", &raw),
+                "q magnitude under PEFT's name");
+        CHECK(raw.n_dims == 1 && memcmp(raw.data, f.pairs[0].magnitude, (size_t)raw.nbytes) != 0,
+              "q_proj magnitude was not permuted to HF order");
+    }
+    REQUIRE(export_peft(&L.lora, hp, &cfg2, &n_cfg2, &st2, &n_st2), "export again");
+    CHECK(n_st == n_st2 && memcmp(st, st2, n_st) == 0 && n_cfg == n_cfg2 && memcmp(cfg, cfg2, n_cfg) == 0,
+          "DoRA PEFT round trip is not byte-identical");
+    unload(&L);
+    free(cfg), free(cfg2), free(st), free(st2), free(mags);
+    fixture_free(&f);
+}
+
+static void test_dora(void) {
+    wisp_hparams hp;
+    memset(&hp, 0, sizeof hp);
+    hp.arch = WISP_ARCH_LLAMA;
+    hp.dim = 64, hp.n_layers = 2, hp.n_heads = 8, hp.n_kv_heads = 2, hp.head_dim = 8, hp.ffn_dim = 96;
+    dora_round_trip(&hp, WISP_TYPE_F32);
+    dora_round_trip(&hp, WISP_TYPE_BF16);
+    hp.arch = WISP_ARCH_QWEN2;
+    dora_round_trip(&hp, WISP_TYPE_F16);
+}
+
 /* A partial set (not layers x projections): target_modules lists module names. */
 static void test_partial_set(void) {
     wisp_hparams hp;
@@ -313,7 +364,8 @@ static void test_config(void) {
     expect_cfg(&m, "{" BASE_CFG ", \"alpha_pattern\": {\"v_pro*\": 2}}", WISP_ERR_UNSUPPORTED, "regex");
     expect_cfg(&m, "{" BASE_CFG ", \"rank_pattern\": {\"v_proj\": 8}}", WISP_ERR_SHAPE, "rank_pattern");
     expect_cfg(&m, "{\"peft_type\": \"LORA\", \"r\": 8}", WISP_ERR_SHAPE, "says 8");
-    expect_cfg(&m, "{" BASE_CFG ", \"use_dora\": true}", WISP_ERR_UNSUPPORTED, "DoRA");
+    expect_cfg(&m, "{" BASE_CFG ", \"use_dora\": true}", WISP_ERR_FORMAT, "no lora_magnitude_vector");
+    expect_cfg(&m, "{" BASE_CFG ", \"use_dora\": 1}", WISP_ERR_FORMAT, "use_dora must be true or false");
     expect_cfg(&m, "{" BASE_CFG ", \"modules_to_save\": [\"lm_head\"]}", WISP_ERR_UNSUPPORTED, "modules_to_save");
     expect_cfg(&m, "{" BASE_CFG ", \"bias\": \"all\"}", WISP_ERR_UNSUPPORTED, "bias");
     expect_cfg(&m, "{" BASE_CFG ", \"fan_in_fan_out\": true}", WISP_ERR_UNSUPPORTED, "fan_in_fan_out");
@@ -417,7 +469,7 @@ static void test_hostile_tensors(void) {
     {
         tdesc t[] = {{qa, F32, 4, 16}, {qb, F32, 16, 4},
                      {"base_model.model.model.layers.0.self_attn.q_proj.lora_magnitude_vector", F32, 1, 16}};
-        expect_tensors(t, 3, WISP_ERR_UNSUPPORTED, "DoRA");
+        expect_tensors(t, 3, WISP_ERR_FORMAT, "does not set use_dora");
     }
     {
         tdesc t[] = {{"base_model.model.model.layers.0.mlp.q_proj.lora_A.weight", F32, 4, 16},
@@ -491,6 +543,7 @@ static void test_mutations(void) {
 int main(void) {
     test_mutations();
     test_round_trips();
+    test_dora();
     test_partial_set();
     test_config();
     test_hostile_tensors();

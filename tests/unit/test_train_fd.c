@@ -8,7 +8,9 @@
  * attention, q/k/v biases (qwen2), SwiGLU, tied (qwen2) and untied output,
  * cross-entropy with loss masks over several sequences, LoRA with dropout,
  * and the transposed products of every quantized type. Variants cover
- * checkpointing and BF16/F16 storage of saved activations.
+ * checkpointing and BF16/F16 storage of saved activations, and DoRA (its
+ * magnitude's gradient too, against differences taken with the row norms
+ * held constant as PEFT detaches them).
  *
  * Quantized bases: the engine's forward quantizes activations to 8 bits in
  * their products (as llama.cpp does) while the reference is exact, so their
@@ -31,6 +33,7 @@ typedef struct variant {
     float dropout;
     int32_t n_seq;
     bool masked;
+    bool dora;
 } variant;
 
 static bool keep_of_engine(void *user, int32_t layer, int32_t proj, int32_t t, int32_t i) {
@@ -70,6 +73,7 @@ static void fd_check_seq(const char *rel, const variant *v, double tol_loss, dou
     cfg.train.act_type = v->act_type;
     cfg.train.checkpointing = v->checkpointing;
     cfg.train.dropout = v->dropout;
+    cfg.train.dora = v->dora;
     REQUIRE(train_open(&e, path, &cfg), "%s: cannot open", rel);
     const wisp_hparams *hp = wisp_ctx_hparams(e.ctx);
     const wisp_lora *lora = wisp_train_lora(e.ctx), *grads = wisp_train_gradients(e.ctx);
@@ -100,16 +104,25 @@ static void fd_check_seq(const char *rel, const variant *v, double tol_loss, dou
     double loss_err = fabs(loss - ref) / fabs(ref);
     CHECK(loss_err < tol_loss, "%s %s: loss %.9g vs reference %.9g (relative %.2e)", rel, v->name, loss, ref, loss_err);
 
+    /* DoRA: the engine's gradients hold the row norms constant (PEFT detaches
+     * them), so the differences are taken with the norms frozen at this point */
+    double **norms = calloc((size_t)lora->n_pairs, sizeof *norms);
+    for (int32_t i = 0; v->dora && i < lora->n_pairs; i++) {
+        norms[i] = malloc(sizeof(double) * (size_t)refs[i].n_out);
+        ref_dora_norms(&r, &refs[i], norms[i]);
+        refs[i].norm = norms[i];
+    }
     float inv_scale = 1.0f / wisp_train_loss_scale(e.ctx);
     double worst = 0;
     uint64_t rng = 99;
-    for (int k = 0; k < N_SAMPLES; k++) {
+    for (int k = 0; k < (v->dora ? 12 : N_SAMPLES); k++) {
         int32_t pi = (int32_t)(ref_uniform(&rng) * lora->n_pairs);
-        bool is_b = k % 2;
+        int which = k % (v->dora ? 3 : 2); /* A, B, DoRA's magnitude */
+        bool is_b = which == 1;
         const wisp_lora_pair *g = &grads->pairs[pi];
-        size_t n = (size_t)g->rank * (size_t)(is_b ? g->n_out : g->n_in);
+        size_t n = which == 2 ? (size_t)g->n_out : (size_t)g->rank * (size_t)(is_b ? g->n_out : g->n_in);
         size_t idx = (size_t)(ref_uniform(&rng) * (double)n);
-        double *val = is_b ? &refs[pi].b[idx] : &refs[pi].a[idx];
+        double *val = which == 2 ? &refs[pi].m[idx] : is_b ? &refs[pi].b[idx] : &refs[pi].a[idx];
         double saved = *val, h = 1e-4;
         *val = saved + h;
         double up = ref_batch_loss(&r, tok, m, v->n_seq, seq);
@@ -117,16 +130,21 @@ static void fd_check_seq(const char *rel, const variant *v, double tol_loss, dou
         double down = ref_batch_loss(&r, tok, m, v->n_seq, seq);
         *val = saved;
         double fd = (up - down) / (2 * h);
-        const float *gt = is_b ? g->b : g->a;
+        const float *gt = which == 2 ? g->magnitude : is_b ? g->b : g->a;
         double got = gt[idx] * inv_scale, top = max_abs(gt, n) * inv_scale;
         double rel_err = fabs(got - fd) / (top > 0 ? top : 1);
         if (rel_err > worst) worst = rel_err;
         CHECK(rel_err < tol_grad, "%s %s: blk.%d.%s d%s[%zu] = %.6g, finite difference %.6g (%.2e of the tensor's max %.3g)",
-              rel, v->name, g->layer, wisp_proj_gguf_name(g->proj), is_b ? "B" : "A", idx, got, fd, rel_err, top);
+              rel, v->name, g->layer, wisp_proj_gguf_name(g->proj), which == 2 ? "m" : is_b ? "B" : "A", idx, got, fd,
+              rel_err, top);
     }
     printf("%-42s %-14s loss rel err %.1e, worst gradient err %.1e of tensor max\n", rel, v->name, loss_err, worst);
     CHECK(guard_intact(&e), "%s %s: training wrote past the planned arena", rel, v->name);
-    for (int32_t i = 0; i < lora->n_pairs; i++) ref_lora_free(&refs[i]);
+    for (int32_t i = 0; i < lora->n_pairs; i++) {
+        ref_lora_free(&refs[i]);
+        free(norms[i]);
+    }
+    free(norms);
     free(refs);
     ref_model_free(&r);
     train_close(&e);
@@ -138,15 +156,15 @@ static void fd_check(const char *rel, const variant *v, double tol_loss, double 
 
 int main(void) {
     shared_path_or_skip("test_train_fd", "models/stories260K.gguf");
-    const variant plain = {"f32", WISP_TYPE_F32, false, 0, 1, false};
+    const variant plain = {"f32", WISP_TYPE_F32, false, 0, 1, false, false};
     const variant all[] = {
         plain,
-        {"f32 ckpt", WISP_TYPE_F32, true, 0, 1, false},
-        {"2 seq masked", WISP_TYPE_F32, false, 0, 2, true},
-        {"dropout 0.3", WISP_TYPE_F32, false, 0.3f, 1, false},
-        {"dropout ckpt", WISP_TYPE_F32, true, 0.3f, 1, false},
-        {"bf16", WISP_TYPE_BF16, false, 0, 1, false},
-        {"f16 ckpt", WISP_TYPE_F16, true, 0, 2, true},
+        {"f32 ckpt", WISP_TYPE_F32, true, 0, 1, false, false},
+        {"2 seq masked", WISP_TYPE_F32, false, 0, 2, true, false},
+        {"dropout 0.3", WISP_TYPE_F32, false, 0.3f, 1, false, false},
+        {"dropout ckpt", WISP_TYPE_F32, true, 0.3f, 1, false, false},
+        {"bf16", WISP_TYPE_BF16, false, 0, 1, false, false},
+        {"f16 ckpt", WISP_TYPE_F16, true, 0, 2, true, false},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         bool reduced = all[i].act_type != WISP_TYPE_F32;
@@ -176,5 +194,22 @@ int main(void) {
         fd_check_seq(rel, &all[0], 1e-5, 1e-3, MAX_SEQ);
         fd_check_seq(rel, &all[4], 1e-5, 1e-3, MAX_SEQ); /* dropout, checkpointing */
     }
+    /* DoRA (magnitude per output row, detached row norms): plain, with q/k/v
+     * biases (qwen2), checkpointing, masked batches, reduced storage,
+     * quantized bases and gemma2's post-norms */
+    const variant dora[] = {
+        {"dora", WISP_TYPE_F32, false, 0, 1, false, true},
+        {"dora ckpt", WISP_TYPE_F32, true, 0, 2, true, true},
+        {"dora bf16", WISP_TYPE_BF16, false, 0, 1, false, true},
+    };
+    for (size_t i = 0; i < sizeof dora / sizeof dora[0]; i++) {
+        bool reduced = dora[i].act_type != WISP_TYPE_F32;
+        fd_check("models/stories260K.gguf", &dora[i], 1e-5, reduced ? 5e-2 : 1e-4);
+        fd_check("models/synthetic/syn-qwen2-f32.gguf", &dora[i], 1e-5, reduced ? 5e-2 : 1e-4);
+    }
+    fd_check("models/synthetic/syn-llama-gqa-q4_k.gguf", &dora[0], 5e-2, 0.1);
+    fd_check("models/synthetic/syn-llama-gqa-q8_0.gguf", &dora[1], 5e-2, 0.1);
+    fd_check_seq("models/synthetic/syn-gemma2-f32.gguf", &dora[0], 1e-5, 1e-4, MAX_SEQ);
+    fd_check_seq("models/synthetic/syn-qwen3-f16.gguf", &dora[1], 1e-5, 1e-4, MAX_SEQ);
     return check_report("test_train_fd");
 }

@@ -86,6 +86,13 @@ static void check_plans(const char *path) {
     c.train.momentum = -1;
     c.train.loss_chunk = 5;
     check_plan(path, &c, "batch 3, dropout, q/v/up, sgd");
+    c = base;
+    c.train.dora = true;
+    check_plan(path, &c, "dora");
+    c.train.checkpointing = true;
+    c.train.act_type = WISP_TYPE_BF16;
+    c.train.targets = (1u << WISP_PROJ_K) | (1u << WISP_PROJ_DOWN);
+    check_plan(path, &c, "dora, bf16 checkpointing, k/down");
 
     /* the parts move as they should */
     wisp_memory_plan p0, p1, p2;
@@ -117,6 +124,17 @@ static void check_plans(const char *path) {
     c = base;
     c.train.dropout = 1.0f;
     CHECK(wisp_plan(&g, &c, &p1, &err) == WISP_ERR_ARG, "dropout 1 accepted");
+    c = base;
+    c.train.dora = true;
+    c.train.dropout = 0.1f;
+    CHECK(wisp_plan(&g, &c, &p1, &err) == WISP_ERR_ARG && strstr(err.message, "DoRA with LoRA dropout"),
+          "DoRA with dropout: %s", err.message);
+    c.train.dropout = 0;
+    REQUIRE(!wisp_plan(&g, &c, &p1, &err), "plan dora");
+    CHECK(p1.part[WISP_PART_OPTIMIZER] > p0.part[WISP_PART_OPTIMIZER] &&
+              p1.part[WISP_PART_GRADIENTS] > p0.part[WISP_PART_GRADIENTS] &&
+              p1.part[WISP_PART_TRAIN_SCRATCH] > p0.part[WISP_PART_TRAIN_SCRATCH],
+          "DoRA adds magnitudes (with gradients and moments) and scratch");
     free(bytes);
 }
 

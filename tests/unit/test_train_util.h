@@ -91,19 +91,24 @@ static inline bool set_random_lora(wisp_ctx *ctx, uint64_t seed, double amp, ref
     bool ok = pairs != NULL;
     for (int32_t i = 0; i < l->n_pairs && ok; i++) {
         const wisp_lora_pair *p = &l->pairs[i];
-        size_t na = (size_t)p->rank * p->n_in, nb = (size_t)p->rank * p->n_out;
-        float *v = malloc(sizeof(float) * (na + nb));
+        size_t na = (size_t)p->rank * p->n_in, nb = (size_t)p->rank * p->n_out, nm = p->magnitude ? (size_t)p->n_out : 0;
+        float *v = malloc(sizeof(float) * (na + nb + nm));
         ref[i] = (ref_lora){p->layer, p->proj, p->rank, p->n_in, p->n_out, malloc(sizeof(double) * na),
-                            malloc(sizeof(double) * nb), p->scale};
-        ok = v && ref[i].a && ref[i].b;
+                            malloc(sizeof(double) * nb), p->scale, nm ? malloc(sizeof(double) * nm) : NULL, NULL};
+        ok = v && ref[i].a && ref[i].b && (!nm || ref[i].m);
         for (size_t j = 0; ok && j < na + nb; j++) {
             v[j] = (float)((2 * ref_uniform(&rng) - 1) * amp);
             if (j < na) ref[i].a[j] = v[j];
             else ref[i].b[j - na] = v[j];
         }
+        for (size_t j = 0; ok && j < nm; j++) { /* DoRA magnitudes: positive, away from the row norms */
+            v[na + nb + j] = (float)(0.5 + ref_uniform(&rng));
+            ref[i].m[j] = v[na + nb + j];
+        }
         pairs[i] = *p;
         pairs[i].a = v;
         pairs[i].b = v ? v + na : NULL;
+        pairs[i].magnitude = v && nm ? v + na + nb : NULL;
     }
     wisp_lora src = {pairs, l->n_pairs, l->max_rank, false};
     wisp_error err = {0};
