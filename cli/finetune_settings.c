@@ -25,7 +25,6 @@ static const setting table[] = {
     F("model", K_STR, model),           F("data", K_STR, data),
     F("val", K_STR, val),               F("val_split", K_FLOAT, val_split),
     F("format", K_STR, format),         F("docs", K_STR, docs),
-    F("method", K_STR, method),
     F("rank", K_INT, rank),             F("alpha", K_FLOAT, alpha),
     F("rslora", K_BOOL, rslora),        F("lora_dropout", K_FLOAT, dropout),
     F("targets", K_STR, targets),       F("ctx", K_INT, ctx),
