@@ -98,8 +98,9 @@ for cut in 0 7 8 100 5000 $((ssize / 2)) $((ssize - 1)); do
     expect_error "adapter_model.safetensors" "$W" export "$D/bad" --to gguf -m "$BASE" -o "$D/x.gguf"
 done
 cp "$A/peft/adapter_model.safetensors" "$D/bad/"
+# a DoRA config whose tensors lack the magnitudes (DoRA's own export refusal: test_finetune_dora)
 printf '{"peft_type": "LORA", "r": 4, "lora_alpha": 8, "use_dora": true}' > "$D/bad/adapter_config.json"
-expect_error "DoRA" "$W" export "$D/bad" --to gguf -m "$BASE" -o "$D/x.gguf"
+expect_error "use_dora but the module has no lora_magnitude_vector" "$W" export "$D/bad" --to gguf -m "$BASE" -o "$D/x.gguf"
 printf '{"peft_type": "LORA", "r": 4, "lora_alpha": 8,' > "$D/bad/adapter_config.json"
 expect_error "adapter_config.json: JSON" "$W" export "$D/bad" --to gguf -m "$BASE" -o "$D/x.gguf"
 printf '{"peft_type": "LORA", "r": 8, "lora_alpha": 8}' > "$D/bad/adapter_config.json"
