@@ -91,8 +91,8 @@ ok
 # ---- a checkpoint holding a NaN ------------------------------------------------------
 "$WISP" finetune -m "$model" --data "$D/text.txt" --ctx 16 --batch 1 --rank 2 --steps 3 --checkpoint-every 1 \
     --stop-after 1 --seed 4 -q -t 1 -o "$D/ft-ck" 2>/dev/null || fail "finetune --stop-after"
-# the first float of the adapter: 36 bytes of run header, then the engine's 92-byte state header
-printf '\x00\x00\xc0\x7f' | dd of="$D/ft-ck/checkpoint.bin" bs=1 seek=$((36 + 92)) conv=notrunc status=none
+# the first float of the adapter: 36 bytes of run header, then the engine's 104-byte state header (version 2)
+printf '\x00\x00\xc0\x7f' | dd of="$D/ft-ck/checkpoint.bin" bs=1 seek=$((36 + 104)) conv=notrunc status=none
 out=$(timeout 60 "$W" finetune --resume "$D/ft-ck" -q -t 1 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "resume from a NaN checkpoint exited $rc: $out"
 one_line_error "$out" "$D/ft-ck/checkpoint.bin" "NaN"
