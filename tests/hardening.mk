@@ -17,11 +17,13 @@ VG_BUILD  := $(BUILD)
 VG_KERNELS ?= avx2
 # (add --track-origins=yes to find where an uninitialised value came from: twice as slow)
 VG_CMD    := valgrind -q --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite
-# CLI tests that exercise the core paths (load, generate, golden logits, plan, adapters,
-# a training pass, hostile files); the rest re-run the same code. (test_finetune's
-# runs take minutes each under valgrind: lora-grad's forward and backward pass and
-# the unit tests' training steps cover that code.)
-VG_CLI    := test_run_greedy test_golden_logits test_plan_exact test_bad_input test_lora_grad test_merge_lora
+# CLI tests that exercise the core paths (load, generate, golden logits, plan,
+# hostile files); the rest re-run the same code. The adapter and training CLI
+# tests (9 and 1.5 minutes under valgrind) are in test-valgrind-full: the unit
+# tests' training steps (test_train_ops, test_train_chat) and adapter files
+# (test_lora_gguf, test_peft) run under valgrind here, and all of it under ASan.
+VG_CLI      := test_run_greedy test_golden_logits test_plan_exact test_bad_input
+VG_SLOW_CLI := test_lora_grad test_merge_lora
 # golden models under valgrind: llama's path (gemma3's three runs alone took
 # 7 minutes); all of them run natively, under ASan and in test-valgrind-full
 VG_GOLDEN := stories260K
@@ -30,9 +32,11 @@ VG_GOLDEN := stories260K
 # test_finetune), golden dequantization (test_quant), arena sweeps (every test),
 # every kernel length (the golden logits and matmul tests run the same kernels);
 # and the ring KV cache, LoRA application, embeddings and DPO's finite
-# differences, which run natively, under ASan and on WASI
+# differences, which run natively, under ASan and on WASI; the quantizer round trips
+# (2 minutes: the same blocks test_quant_golden checks) and the tokenizer's speed test
+# (a timing, meaningless under valgrind)
 VG_SLOW_UNIT := test_train_fd test_train_plan test_quant_golden test_arena_limits test_kv_ring test_simd_kernels \
-                test_lora_apply test_train_dpo test_embedding
+                test_lora_apply test_train_dpo test_embedding test_quant test_tokenizer_speed
 
 .PHONY: test-sanitize test-sanitize-full test-valgrind test-valgrind-full test-matrix-full
 
@@ -47,8 +51,11 @@ test-cli: $(BUILD)/tests/tools/kill_at.so
 # crash-injection test kills processes at write points (nothing for ASan to
 # see that the hostile-input tests do not), and the per-family fine-tuning
 # runs (7 minutes under ASan) go through the training code that test_train_fd
-# checks under ASan on every family (and test_finetune end to end on llama)
-SAN_SLOW_CLI := test_crash_safety test_finetune_arch
+# checks under ASan on every family (and test_finetune end to end on llama); the
+# golden logits at every kernel level (5 minutes: test_simd_kernels checks every
+# kernel under ASan) and DPO end to end (4 minutes: test_train_dpo's loss and
+# gradients run under ASan)
+SAN_SLOW_CLI := test_crash_safety test_finetune_arch test_kernel_levels test_finetune_dpo
 san_run = @$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CFLAGS="-O1 -g $(SANITIZE)" LDFLAGS="$(SANITIZE)" all tests && \
 	$(SAN_ENV) tests/run_unit.sh $(SAN_BUILD) $(UNIT_SRC:tests/unit/%.c=$(SAN_BUILD)/tests/%) && \
 	$(SAN_ENV) $(1) WISP=$(abspath $(SAN_BUILD)/wisp) WISP_ASAN=$(abspath $(SAN_BUILD)/wisp) \
@@ -61,15 +68,16 @@ test-sanitize-full:
 
 # vg_run UNIT_BINARIES[,ENVIRONMENT]
 vg_run = @command -v valgrind >/dev/null || { echo "FAIL: $@: valgrind not found (apt-get install valgrind)"; exit 1; }; \
-	  $(2) WISP_KERNELS=$(VG_KERNELS) VALGRIND="$(VG_CMD)" tests/run_valgrind.sh $(abspath $(VG_BUILD)) $(SHARED) "$(VG_CLI)" $(1)
+	  $(2) WISP_KERNELS=$(VG_KERNELS) VALGRIND="$(VG_CMD)" tests/run_valgrind.sh $(abspath $(VG_BUILD)) $(SHARED) "$(VG_CLI) $(3)" $(1)
 
 test-valgrind: all tests
 	@echo "unit tests left out under valgrind (test-valgrind-full runs them): $(VG_SLOW_UNIT)"
 	@echo "golden models under valgrind (test-valgrind-full runs all): $(VG_GOLDEN)"
+	@echo "cli tests left out under valgrind (test-valgrind-full runs them): $(VG_SLOW_CLI)"
 	$(call vg_run,$(filter-out $(VG_SLOW_UNIT:%=$(BUILD)/tests/%),$(UNIT_BIN)),GOLDEN_MODELS="$(VG_GOLDEN)")
 
 test-valgrind-full: all tests
-	$(call vg_run,$(UNIT_BIN))
+	$(call vg_run,$(UNIT_BIN),,$(VG_SLOW_CLI))
 
 test-matrix-full: all $(TOOL_BIN) asan
 	@MATRIX_FULL=1 WISP=$(abspath $(BUILD)/wisp) WISP_ASAN=$(abspath $(SAN_BUILD)/wisp) TOOLS=$(abspath $(BUILD)/tests/tools) \
