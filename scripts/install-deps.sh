@@ -47,7 +47,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
-# Debian's nodejs ships without npm (the web tests install their tools with it)
+# Debian's nodejs ships without npm (the web tests install their tools with
+# it), while NodeSource's nodejs bundles it and conflicts with Debian's npm
+# package: so npm is installed only when the command is missing
+if ! command -v npm >/dev/null && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "install-deps: installing npm"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
 for cmd in node npm; do
     command -v "$cmd" >/dev/null || { echo "install-deps: '$cmd' not found after installing nodejs (apt-get install npm)" >&2; exit 1; }
 done
