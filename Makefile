@@ -125,9 +125,11 @@ run_parts = +@rm -rf $(TEST_RESULTS); \
 	tests/summary.sh $(TEST_RESULTS)
 
 .PHONY: test-quick test-deps
-# the packages (installed when root with apt, else a stop naming them and the
-# command), then the web tests' npm tools
+# the shared test data (else a stop naming what is missing), the packages
+# (installed when root with apt, else a stop naming them and the command), then
+# the web tests' npm tools
 test-deps:
+	@scripts/need-shared.sh $(SHARED)
 	@scripts/install-deps.sh
 	@$(MAKE) --no-print-directory web-deps
 test: test-deps
@@ -136,6 +138,7 @@ test: test-deps
 # so make test's clean checkout leaves them out (alone, it builds them all)
 test: export CLEAN_SKIP = web arm64 armv7
 test-quick:
+	@scripts/need-shared.sh $(SHARED)
 	$(call run_parts,$(QUICK_PARTS))
 part-%:
 	@tests/run_part.sh $(TEST_RESULTS) $* $(MAKE) --no-print-directory $*

@@ -74,5 +74,16 @@ ok
 grep -q "SKIP  good: platform: this CPU has no such unit" <<<"$out" ||
     fail "the platform skip is not listed: $out"
 ok
-echo "empty case list, no verdict, missing data, empty test list and failed parts all fail; closing line: $(tail -n1 <<<"$out")"
+# make test stops at once without the shared data, naming each missing piece
+mkdir -p "$D/no-shared"
+why=$("$here/../scripts/need-shared.sh" "$D/no-shared" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "need-shared.sh on an empty folder exited $rc: $why"
+ok
+for sub in README.md models golden data; do
+    grep -q "$D/no-shared/$sub" <<<"$why" || fail "the missing $sub is not named: $why"
+    ok
+done
+"$here/../scripts/need-shared.sh" "$WISP_SHARED" >/dev/null 2>&1 || fail "need-shared.sh refuses the real shared folder $WISP_SHARED"
+ok
+echo "empty case list, no verdict, missing data, missing shared folder, empty test list and failed parts all fail; closing line: $(tail -n1 <<<"$out")"
 done_ok
