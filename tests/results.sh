@@ -9,6 +9,7 @@
 #   suite  LABEL  PASSED  FAILED  SKIPPED
 #   skip   NAME   REASON        (a platform skip: a fact of this CPU or build)
 #   fail   NAME   REASON
+#   time   PART   SECONDS       (run_part.sh: the wall time of one part)
 
 # A platform skip's reason carries this marker; any other skip hides something
 # missing (../shared, a toolchain) and fails the test.

@@ -18,12 +18,15 @@ root=$1 name=$2; shift 2
 export WISP_RESULTS=$root/$name
 mkdir -p "$WISP_RESULTS"
 log=$root/$name.log
+start=$SECONDS
 "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
+secs=$((SECONDS - start))
 # what the runners recorded: suites, and failures among them
 read -r suites fails < <(cat /dev/null "$WISP_RESULTS"/* 2>/dev/null |
     awk -F'\t' '$1 == "suite" { n++; f += $4 } END { print n + 0, f + 0 }')
 results_open "$name"
+results_add time "$name" "$secs"
 if [ "$rc" -ne 0 ] && [ "$fails" -eq 0 ]; then
     why=$(grep -E '(^|[^a-z])(FAIL|[Ee]rror)[: ]' "$log" | tail -n1)
     results_add fail "$name" "exit $rc: ${why:-see $log}"
