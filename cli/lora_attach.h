@@ -16,6 +16,11 @@ typedef struct cli_adapters {
     cli_lora items[CLI_LIST_MAX];
     float scale[CLI_LIST_MAX];
     int n;
+    /* a prompt-tuning adapter (PEFT PROMPT_TUNING folder; at most one): its
+     * virtual tokens, which cli_adapted_session_open puts at the context's
+     * first n_prompt positions (keep them: rewind to n_prompt, not 0) */
+    float *prompt;
+    int32_t n_prompt;
 } cli_adapters;
 
 #define CLI_LORA_OPTS(list, scale)                                                                                    \
@@ -31,7 +36,9 @@ bool cli_adapters_attach(const cli_adapters *a, wisp_ctx *ctx);
 void cli_adapters_close(cli_adapters *a);
 
 /* All of the above for a command: load the adapters of `specs`, plan room
- * for them in *cfg, open the session and attach them. On failure prints
+ * for them in *cfg (a prompt adapter's virtual tokens are added to the
+ * context length), open the session and attach them (evaluating the virtual
+ * tokens). On failure prints
  * why, leaves nothing open and returns false; else close with
  * cli_session_close and cli_adapters_close. */
 bool cli_adapted_session_open(cli_session *s, cli_adapters *a, const cli_str_list *specs, float default_scale,
