@@ -94,10 +94,10 @@ int cmd_eval(int argc, char **argv) {
         double mean = total / (double)scored;
         if (json)
             printf("{\"loss\": %.9g, \"perplexity\": %.9g, \"tokens\": %lld, \"windows\": %d, \"adapters\": %d}\n", mean,
-                   exp(mean), (long long)scored, n, ad.n);
+                   exp(mean), (long long)scored, n, ad.n + (ad.n_prompt > 0));
         else
             printf("mean loss %.6f, perplexity %.4f over %lld tokens (%d windows of %d)%s\n", mean, exp(mean),
-                   (long long)scored, n, seq, ad.n ? ", adapters attached" : "");
+                   (long long)scored, n, seq, ad.n || ad.n_prompt ? ", adapters attached" : "");
     }
     free(ids);
     free(mask);

@@ -274,7 +274,9 @@ static bool train(run *r) {
         cli_log_row base = {0, NAN, 0, 0, 0, NAN, none, none}; /* step 0: the base model's loss */
         base.val_loss = validate(r, &base.val_rewards);
         cli_log_add(&r->log, &base);
-        if (!r->quiet) fprintf(stderr, "validation loss before training (the base model): %.4f\n", base.val_loss);
+        if (!r->quiet)
+            fprintf(stderr, "validation loss before training (%s): %.4f\n",
+                    ft_method_is_prompt(&r->set) ? "the base model after the initial prompt" : "the base model", base.val_loss);
     }
     while (wisp_train_steps(r->s.ctx) < r->total_steps) {
         double loss_sum = 0;
@@ -384,7 +386,7 @@ static void summary(run *r) {
                 wisp_ctx_config(r->s.ctx)->train.act_type == WISP_TYPE_F16 ? ", F16 overflows as the loss scale settles" : "");
     fprintf(stderr, "\nmemory: arena %s, peak RSS %.1f MiB; wrote %s/{%speft,config.json,log.csv,loss.svg}\n",
             cli_human_bytes(arena, sizeof arena, r->s.arena_size), (double)cli_peak_memory_bytes() / 1048576.0, r->out,
-            is_dora(r) ? "" : "adapter.gguf,");
+            peft_only(r) ? "" : "adapter.gguf,");
 }
 
 /* With --resume the settings come from the run's config.json; only these may be given too. */
