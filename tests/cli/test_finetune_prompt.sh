@@ -2,7 +2,9 @@
 # and a slice of Shakespeare: validation loss falls, peft/ is PEFT's layout
 # (PROMPT_TUNING config, one prompt_embeddings [N, dim] tensor) and the only
 # adapter, eval --lora gives finetune's validation loss (the virtual tokens
-# lead the context as they led training), the PEFT round trip is
+# lead the context as they led training), logits --lora match an independent
+# float64 reference of PEFT's prompt tuning (tests/ref/peft_reference.py
+# --prompt) to 1e-4, the PEFT round trip is
 # byte-identical, GGUF export and merge refuse by name, the TEXT init starts
 # from the text's embeddings, a stopped run resumes to the same bytes, the plan
 # is exact (one byte less fails), and malformed adapters are refused by name.
@@ -51,6 +53,22 @@ echo "prompt tuning validation loss $v0 -> $v1; eval --lora $le (base $b)"
 cmp -s "$D/run.txt" "$D/run0.txt" && fail "run --lora prompt printed the base's greedy text"
 expect_fail "$WISP" run -m "$model" --lora "$D/a/peft:0.5" -p "ROMEO:" -n 2
 expect_fail "$WISP" run -m "$model" --lora "$D/a/peft" --lora "$D/a/peft" -p "ROMEO:" -n 2
+ok
+
+# an independent float64 reference of PEFT's prompt tuning (numpy: prompt_embeddings before the
+# input embeddings, BOS included, positions after them) gives wisp's logits; without the prompt it does not
+PY=/usr/bin/python3
+"$PY" -c "import numpy" 2>/dev/null || fail "$PY with numpy is needed (apt-get install python3-numpy)"
+REF="$(dirname "$0")/../ref/peft_reference.py"
+cases=$SHARED/golden/logits/stories260K.json
+[ -f "$cases" ] || fail "missing $cases"
+"$PY" "$REF" "$model" "$cases" --prompt "$D/a/peft" > "$D/ref.json" || fail "reference failed"
+gp=(); while IFS= read -r q; do gp+=(-p "$q"); done < <("$TOOLS/golden_prompts" "$cases")
+[ ${#gp[@]} -gt 0 ] || fail "no golden prompts"
+"$WISP" logits -m "$model" --lora "$D/a/peft" "${gp[@]}" --json --kv-type f32 > "$D/lr.json" || fail "logits --lora"
+"$TOOLS/compare_logits" "$D/ref.json" "$D/lr.json" --tol 0.0001 --greedy-exact > "$D/cmp.txt" || fail "wisp != PEFT reference: $(cat "$D/cmp.txt")"
+"$WISP" logits -m "$model" "${gp[@]}" --json --kv-type f32 > "$D/lb.json" || fail "logits"
+"$TOOLS/compare_logits" "$D/ref.json" "$D/lb.json" --tol 0.001 > /dev/null && fail "the reference's prompt changes nothing"
 ok
 
 # PEFT round trip byte-identical; GGUF export and merge refuse by name
