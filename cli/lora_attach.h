@@ -24,7 +24,9 @@ typedef struct cli_adapters {
 } cli_adapters;
 
 #define CLI_LORA_OPTS(list, scale)                                                                                    \
-    {"lora", 0, OPT_STR_LIST, list, "FILE[:SCALE]", "apply a LoRA adapter (GGUF LoRA or PEFT folder); repeatable"}, \
+    {"lora", 0, OPT_STR_LIST, list, "FILE[:SCALE]",                                                                 \
+     "apply a LoRA adapter (GGUF LoRA or PEFT folder; a PEFT prompt-tuning folder puts its virtual tokens "         \
+     "first); repeatable"},                                                                                         \
     {"lora-scale", 0, OPT_FLOAT, scale, "S", "scale of each --lora given without :SCALE"}
 
 /* Load the adapters of `specs` for the model at model_path; prints and
