@@ -143,9 +143,11 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
         fprintf(stderr, "wisp finetune: --num-virtual-tokens must be in 1..4096\n");
         return false;
     }
-    if (m->prompt && (s->dropout > 0 || s->rslora || strcmp(s->targets, "all") != 0)) {
-        fprintf(stderr, "wisp finetune: --lora-dropout, --rslora and --targets are LoRA settings; --method prompt "
-                        "trains only the virtual tokens\n");
+    /* alpha: 0 as given, or its resolved default 2 x rank as a saved run's config.json holds it */
+    bool alpha_set = s->alpha != 0 && s->alpha != 2.0f * (float)s->rank;
+    if (m->prompt && (s->dropout > 0 || s->rslora || strcmp(s->targets, "all") != 0 || s->rank != 8 || alpha_set)) {
+        fprintf(stderr, "wisp finetune: --rank, --alpha, --lora-dropout, --rslora and --targets are LoRA settings; "
+                        "--method prompt trains only the virtual tokens\n");
         return false;
     }
     if (s->ctx < 1 || s->batch < 1 || s->accum < 1 || s->rank < 1) {

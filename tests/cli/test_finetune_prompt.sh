@@ -130,6 +130,9 @@ ok
 # LoRA settings do not apply; prefix tuning is refused by name
 expect_fail "$WISP" finetune "${small[@]}" --lora-dropout 0.1 -o "$D/g"
 expect_fail "$WISP" finetune "${small[@]}" --targets attn_q -o "$D/g"
+out=$("$WISP" finetune "${small[@]}" --rank 4 -o "$D/g" 2>&1) && fail "--rank accepted for prompt tuning"
+case "$out" in *"LoRA settings"*) ;; *) fail "unclear refusal: $out" ;; esac
+expect_fail "$WISP" finetune "${small[@]}" --alpha 4 -o "$D/g"
 out=$("$WISP" finetune -m "$model" --data "$D/train.txt" --num-virtual-tokens 4 --steps 1 -o "$D/h" 2>&1) &&
     fail "--num-virtual-tokens accepted for LoRA"
 case "$out" in *"belong to --method prompt"*) ;; *) fail "unclear refusal: $out" ;; esac
