@@ -73,7 +73,10 @@ int cmd_eval(int argc, char **argv) {
     wisp_error err = {0};
     for (int32_t w = 0; ok && w < n; w++) {
         wisp_data_get(&data.d, WISP_SPLIT_TRAIN, w, ids, mask);
-        wisp_rewind(s.ctx, ad.n_prompt); /* a prompt-tuning adapter's virtual tokens stay */
+        if (!cli_adapters_rewind(&ad, s.ctx)) { /* a prompt-tuning adapter's virtual tokens stay */
+            ok = false;
+            break;
+        }
         if (wisp_eval(s.ctx, ids, seq, &err)) {
             cli_report(path, &err);
             ok = false;

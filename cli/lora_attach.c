@@ -65,6 +65,13 @@ bool cli_adapters_attach(const cli_adapters *a, wisp_ctx *ctx) {
     return true;
 }
 
+bool cli_adapters_rewind(const cli_adapters *a, wisp_ctx *ctx) {
+    wisp_rewind(ctx, a->n_prompt);
+    if (wisp_n_past(ctx) == a->n_prompt) return true;
+    wisp_rewind(ctx, 0); /* the ring dropped some of them: put them back */
+    return cli_prompt_prime(ctx, a->prompt, a->n_prompt);
+}
+
 void cli_adapters_close(cli_adapters *a) {
     for (int i = 0; i < a->n; i++) cli_lora_close(&a->items[i]);
     a->n = 0;

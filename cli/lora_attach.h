@@ -36,6 +36,10 @@ bool cli_adapters_load(cli_adapters *a, const cli_str_list *specs, float default
 void cli_adapters_plan(const cli_adapters *a, wisp_config *cfg);
 bool cli_adapters_attach(const cli_adapters *a, wisp_ctx *ctx);
 void cli_adapters_close(cli_adapters *a);
+/* Empty the context down to the prompt adapter's virtual tokens (all of it
+ * without one), evaluating them again when a windowed layer's ring has
+ * overwritten them; false (with a message) if that fails. */
+bool cli_adapters_rewind(const cli_adapters *a, wisp_ctx *ctx);
 
 /* All of the above for a command: load the adapters of `specs`, plan room
  * for them in *cfg (a prompt adapter's virtual tokens are added to the

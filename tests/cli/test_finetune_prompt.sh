@@ -55,6 +55,18 @@ expect_fail "$WISP" run -m "$model" --lora "$D/a/peft:0.5" -p "ROMEO:" -n 2
 expect_fail "$WISP" run -m "$model" --lora "$D/a/peft" --lora "$D/a/peft" -p "ROMEO:" -n 2
 ok
 
+# gemma2 (embedding scale, a sliding window of 16 < 6 + 40 positions that the virtual tokens leave):
+# eval --lora still gives finetune's figure
+need models/synthetic/syn-gemma2-f32.gguf
+gm=$SHARED/models/synthetic/syn-gemma2-f32.gguf
+"$WISP" finetune -m "$gm" --data "$D/train.txt" --val "$D/val.txt" --ctx 40 --batch 2 --steps 2 --method prompt \
+    --num-virtual-tokens 6 --lr 1e-2 --eval-windows 20 -q -t 2 -o "$D/gemma" || fail "finetune gemma2"
+gv=$(awk -F, 'END{print $6}' "$D/gemma/log.csv")
+ge=$("$WISP" eval -m "$gm" --lora "$D/gemma/peft" -f "$D/val.txt" --ctx 40 --max-windows 20 --json -t 2 |
+     sed 's/.*"loss": \([0-9.e-]*\).*/\1/') || fail "eval gemma2"
+awk -v a="$ge" -v b="$gv" 'BEGIN{d=a-b; if (d<0) d=-d; exit !(d < 1e-4)}' || fail "gemma2: eval $ge, finetune $gv"
+ok
+
 # an independent float64 reference of PEFT's prompt tuning (numpy: prompt_embeddings before the
 # input embeddings, BOS included, positions after them) gives wisp's logits; without the prompt it does not
 PY=/usr/bin/python3
