@@ -73,7 +73,10 @@ int cmd_eval(int argc, char **argv) {
     wisp_error err = {0};
     for (int32_t w = 0; ok && w < n; w++) {
         wisp_data_get(&data.d, WISP_SPLIT_TRAIN, w, ids, mask);
-        wisp_rewind(s.ctx, 0);
+        if (!cli_adapters_rewind(&ad, s.ctx)) { /* a prompt-tuning adapter's virtual tokens stay */
+            ok = false;
+            break;
+        }
         if (wisp_eval(s.ctx, ids, seq, &err)) {
             cli_report(path, &err);
             ok = false;
@@ -94,10 +97,10 @@ int cmd_eval(int argc, char **argv) {
         double mean = total / (double)scored;
         if (json)
             printf("{\"loss\": %.9g, \"perplexity\": %.9g, \"tokens\": %lld, \"windows\": %d, \"adapters\": %d}\n", mean,
-                   exp(mean), (long long)scored, n, ad.n);
+                   exp(mean), (long long)scored, n, ad.n + (ad.n_prompt > 0));
         else
             printf("mean loss %.6f, perplexity %.4f over %lld tokens (%d windows of %d)%s\n", mean, exp(mean),
-                   (long long)scored, n, seq, ad.n ? ", adapters attached" : "");
+                   (long long)scored, n, seq, ad.n || ad.n_prompt ? ", adapters attached" : "");
     }
     free(ids);
     free(mask);

@@ -11,6 +11,7 @@
 #include "lora_gguf.h"
 #include "lora_load.h"
 #include "peft.h"
+#include "prompt_adapter.h"
 #include "session.h"
 
 static bool write_gguf(const cli_lora *ad, const char *arch, const char *name, const char *out) {
@@ -140,6 +141,16 @@ int cmd_export(int argc, char **argv) {
         cli_report(model, &err);
         cli_file_close(&bf);
         return CLI_FAIL;
+    }
+    if (cli_prompt_is_adapter(pos[0])) { /* PEFT PROMPT_TUNING: virtual tokens, not a weight update */
+        bool ok = false;
+        if (to_gguf)
+            fprintf(stderr, "wisp export: %s is a prompt-tuning adapter: llama.cpp cannot load prompt tuning, and GGUF "
+                            "LoRA has no form for it (keep the PEFT folder; wisp run/eval --lora use it)\n", pos[0]);
+        else
+            ok = cli_prompt_copy(pos[0], &hp, base_model, out);
+        cli_file_close(&bf);
+        return ok ? CLI_OK : CLI_FAIL;
     }
     cli_lora ad;
     bool ok = cli_lora_load(&ad, pos[0], &hp);

@@ -19,6 +19,7 @@
 #include "chat_template.h"
 #include "lora_gguf.h"
 #include "plan_print.h"
+#include "prompt_adapter.h"
 #include "session.h"
 #include "train_data_load.h"
 #include "train_log.h"
@@ -107,9 +108,24 @@ static double validate(run *r, cli_dpo_metrics *m) {
 /* GGUF LoRA (llama.cpp's format) cannot carry DoRA's magnitudes: a DoRA
  * run's adapter is its PEFT folder alone. */
 static bool is_dora(const run *r) { return r->set.method && strcmp(r->set.method, "dora") == 0; }
+/* Nor can it (or llama.cpp) carry a prompt-tuning adapter: peft/ alone again. */
+static bool peft_only(const run *r) { return is_dora(r) || ft_method_is_prompt(&r->set); }
 static bool write_peft(run *r);
 
+/* peft/ of a prompt-tuning run (PEFT PROMPT_TUNING) */
+static bool write_prompt(run *r) {
+    char peft[4200];
+    path_in(peft, sizeof peft, r->out, "peft");
+    const wisp_hparams *hp = wisp_ctx_hparams(r->s.ctx);
+    wisp_prompt_adapter a = {0};
+    a.rows = wisp_train_prompt(r->s.ctx, &a.n_virtual);
+    a.dim = hp->dim, a.n_layers = hp->n_layers, a.n_heads = hp->n_heads, a.type = WISP_TYPE_F32;
+    a.text_init = r->set.prompt_init_text != NULL, a.init_text = r->set.prompt_init_text;
+    return cli_prompt_write(&a, peft, true);
+}
+
 static bool write_adapter(run *r) {
+    if (ft_method_is_prompt(&r->set)) return write_prompt(r);
     if (is_dora(r)) return write_peft(r);
     char path[4200];
     path_in(path, sizeof path, r->out, "adapter.gguf");
@@ -149,8 +165,12 @@ static bool write_logs(run *r) {
     path_in(csv, sizeof csv, r->out, "log.csv");
     path_in(svg, sizeof svg, r->out, "loss.svg");
     const char *base = strrchr(r->set.model, '/'), *data = strrchr(r->set.data, '/');
-    snprintf(title, sizeof title, "%s r%d on %s: %s", r->dpo ? "DPO LoRA" : "LoRA", r->set.rank, base ? base + 1 : r->set.model,
-             data ? data + 1 : r->set.data);
+    if (ft_method_is_prompt(&r->set))
+        snprintf(title, sizeof title, "prompt tuning, %d virtual tokens, on %s: %s", r->set.num_virtual_tokens,
+                 base ? base + 1 : r->set.model, data ? data + 1 : r->set.data);
+    else
+        snprintf(title, sizeof title, "%s r%d on %s: %s", r->dpo ? "DPO LoRA" : "LoRA", r->set.rank,
+                 base ? base + 1 : r->set.model, data ? data + 1 : r->set.data);
     return cli_log_write_csv(&r->log, csv) && cli_log_write_svg(&r->log, svg, title);
 }
 
@@ -254,7 +274,9 @@ static bool train(run *r) {
         cli_log_row base = {0, NAN, 0, 0, 0, NAN, none, none}; /* step 0: the base model's loss */
         base.val_loss = validate(r, &base.val_rewards);
         cli_log_add(&r->log, &base);
-        if (!r->quiet) fprintf(stderr, "validation loss before training (the base model): %.4f\n", base.val_loss);
+        if (!r->quiet)
+            fprintf(stderr, "validation loss before training (%s): %.4f\n",
+                    ft_method_is_prompt(&r->set) ? "the base model after the initial prompt" : "the base model", base.val_loss);
     }
     while (wisp_train_steps(r->s.ctx) < r->total_steps) {
         double loss_sum = 0;
@@ -364,7 +386,7 @@ static void summary(run *r) {
                 wisp_ctx_config(r->s.ctx)->train.act_type == WISP_TYPE_F16 ? ", F16 overflows as the loss scale settles" : "");
     fprintf(stderr, "\nmemory: arena %s, peak RSS %.1f MiB; wrote %s/{%speft,config.json,log.csv,loss.svg}\n",
             cli_human_bytes(arena, sizeof arena, r->s.arena_size), (double)cli_peak_memory_bytes() / 1048576.0, r->out,
-            is_dora(r) ? "" : "adapter.gguf,");
+            peft_only(r) ? "" : "adapter.gguf,");
 }
 
 /* With --resume the settings come from the run's config.json; only these may be given too. */
@@ -447,6 +469,26 @@ static void remove_stale_outputs(const char *dir) {
     if (n) fprintf(stderr, "wisp finetune: removed %d temporary files an interrupted run left in %s\n", n, dir);
 }
 
+/* PEFT's TEXT init: the embeddings of the text's tokens as its tokenizer
+ * call gives them (special tokens included: BOS when the model adds one). */
+static bool init_prompt_from_text(run *r) {
+    const char *text = r->set.prompt_init_text;
+    wisp_error err = {0};
+    size_t n = 0, len = strlen(text);
+    unsigned flags = wisp_tokenizer_add_bos_default(wisp_ctx_tokenizer(r->s.ctx)) ? WISP_TOKENIZE_ADD_BOS : 0;
+    wisp_status s = wisp_tokenize_text(r->s.ctx, text, len, flags, NULL, 0, &n, &err);
+    if (s && s != WISP_ERR_CAPACITY) {
+        cli_report("--prompt-init-text", &err);
+        return false;
+    }
+    int32_t *ids = malloc(sizeof(int32_t) * (n ? n : 1));
+    bool ok = ids && !wisp_tokenize_text(r->s.ctx, text, len, flags, ids, n, &n, &err) &&
+              !wisp_train_set_prompt(r->s.ctx, NULL, ids, (int32_t)n, &err);
+    if (!ok) cli_report("--prompt-init-text", &err);
+    free(ids);
+    return ok;
+}
+
 /* Every exit after the settings are read releases what --resume read. */
 static int finish(ft_settings *set, int rc) {
     ft_settings_release(set);
@@ -470,9 +512,12 @@ int cmd_finetune(int argc, char **argv) {
         {"format", 0, OPT_STR, &set->format, "auto|text|jsonl", "data format; auto: JSONL for .jsonl/.json files"},
         {"docs", 0, OPT_STR, &set->docs, "file|blank", "plain-text documents: the whole file, or blank-line paragraphs"},
         {"output", 'o', OPT_STR, &r.out, "OUTDIR", "folder for the adapter, config.json, log.csv, loss.svg, checkpoints"},
-        {"method", 0, OPT_STR, &set->method, "lora|rslora|dora|dpo",
-         "lora; rslora (alpha / sqrt(rank)); dora (a trained magnitude per output row, PEFT use_dora); dpo: preference "
-         "pairs, trl's DPO loss"},
+        {"method", 0, OPT_STR, &set->method, "lora|rslora|dora|prompt|dpo",
+         "lora; rslora (alpha / sqrt(rank)); dora (a trained magnitude per output row, PEFT use_dora); prompt: learned "
+         "virtual tokens before the input (PEFT PROMPT_TUNING); dpo: preference pairs, trl's DPO loss (prefix: not yet)"},
+        {"num-virtual-tokens", 0, OPT_INT, &set->num_virtual_tokens, "N", "(prompt) learned embeddings before every input"},
+        {"prompt-init-text", 0, OPT_STR, &set->prompt_init_text, "TEXT",
+         "(prompt) start from the embeddings of TEXT's tokens, repeated or cut to N (PEFT's TEXT init); default random"},
         {"beta", 0, OPT_FLOAT, &set->beta, "B", "(dpo) strength of the pull towards the base model (trl's beta)"},
         {"label-smoothing", 0, OPT_FLOAT, &set->label_smoothing, "E", "(dpo) assumed fraction of flipped labels, in [0, 0.5) (cDPO)"},
         {"loss-type", 0, OPT_STR, &set->loss_type, "sigmoid|ipo", "(dpo) trl's loss_type: sigmoid (DPO) or ipo"},
@@ -520,7 +565,10 @@ int cmd_finetune(int argc, char **argv) {
         "OUTDIR receives adapter.gguf (llama.cpp GGUF LoRA), peft/ (Hugging Face PEFT), config.json (every\n"
         "setting), log.csv, loss.svg and, with --checkpoint-every or on Ctrl-C, checkpoint.bin for --resume,\n"
         "which continues bit-identically. --method dora writes no adapter.gguf (llama.cpp's format has no\n"
-        "DoRA magnitudes): peft/ is the adapter (use_dora, lora_magnitude_vector).\n"
+        "DoRA magnitudes): peft/ is the adapter (use_dora, lora_magnitude_vector). --method prompt trains only\n"
+        "--num-virtual-tokens input embeddings put before every sequence (the base and its tokens untouched);\n"
+        "peft/ holds them (PROMPT_TUNING, prompt_embeddings), llama.cpp cannot load them; wisp run/chat/eval\n"
+        "--lora OUTDIR/peft use them.\n"
         "Example: wisp finetune -m stories260K.gguf --data tinyshakespeare.txt --val-split 0.1 --ctx 128 \\\n"
         "           --rank 8 --steps 500 --eval-every 50 -o shakespeare-lora",
         opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};
@@ -588,6 +636,7 @@ int cmd_finetune(int argc, char **argv) {
         r.ref = malloc(sizeof(double) * seqs);
         ok = r.tok && r.mask && r.ref;
     }
+    if (ok && ft_method_is_prompt(set) && set->prompt_init_text) ok = init_prompt_from_text(&r);
     r.tty = isatty(2);
     r.t_start = cli_now();
     if (ok && resume) {
@@ -632,7 +681,7 @@ int cmd_finetune(int argc, char **argv) {
     if (ok) ok = train(&r);
     signal(SIGINT, SIG_DFL);
     if (ok) ok = write_adapter(&r) && write_logs(&r);
-    if (ok && !is_dora(&r) && !write_peft(&r))
+    if (ok && !peft_only(&r) && !write_peft(&r))
         fprintf(stderr, "wisp finetune: warning: the PEFT copy could not be written\n");
     if (ok && set->checkpoint_every > 0) ok = write_checkpoint(&r);
     if (ok && !r.quiet) summary(&r);

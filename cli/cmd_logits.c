@@ -19,9 +19,10 @@ static int32_t argmax(const float *v, int32_t n) {
 }
 
 /* Evaluate one prompt and print its case object. */
-static wisp_status one_case(wisp_ctx *ctx, const char *prompt, bool first, wisp_error *err) {
+/* ad: a prompt-tuning adapter's virtual tokens lead every case */
+static wisp_status one_case(wisp_ctx *ctx, const char *prompt, bool first, const cli_adapters *ad, wisp_error *err) {
     const wisp_hparams *hp = wisp_ctx_hparams(ctx);
-    int32_t n_ctx = wisp_ctx_config(ctx)->n_ctx, n_batch = wisp_ctx_config(ctx)->n_batch;
+    int32_t n_ctx = wisp_ctx_config(ctx)->n_ctx - ad->n_prompt, n_batch = wisp_ctx_config(ctx)->n_batch;
     int32_t *tokens = malloc(sizeof(int32_t) * (size_t)n_ctx);
     float *logits = NULL;
     size_t n = 0;
@@ -32,7 +33,8 @@ static wisp_status one_case(wisp_ctx *ctx, const char *prompt, bool first, wisp_
                        GREEDY_TOKENS, n_ctx);
     if (!st && !(logits = malloc(sizeof(float) * n * (size_t)hp->n_vocab)))
         st = wisp_fail(err, WISP_ERR_CAPACITY, "out of memory");
-    wisp_rewind(ctx, 0);
+    if (!st && !cli_adapters_rewind(ad, ctx))
+        st = wisp_fail(err, WISP_ERR_ARG, "the prompt-tuning adapter could not be evaluated");
     for (size_t done = 0; !st && done < n;) {
         int32_t step = (int32_t)(n - done) < n_batch ? (int32_t)(n - done) : n_batch;
         st = wisp_eval(ctx, tokens + done, step, err);
@@ -107,7 +109,7 @@ int cmd_logits(int argc, char **argv) {
     printf(", \"n_vocab\": %d, \"cases\": [", wisp_ctx_hparams(s.ctx)->n_vocab);
     wisp_error err = {0};
     wisp_status st = WISP_OK;
-    for (int i = 0; i < prompts.n && !st; i++) st = one_case(s.ctx, prompts.items[i], i == 0, &err);
+    for (int i = 0; i < prompts.n && !st; i++) st = one_case(s.ctx, prompts.items[i], i == 0, &ad, &err);
     printf("]}\n");
     if (st) cli_report(mo.model, &err); /* evaluation errors (e.g. NaN activations) are the model's */
     cli_session_close(&s);

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "lora_load.h"
+#include "prompt_adapter.h"
 #include "model_rewrite.h"
 #include "session.h"
 
@@ -64,6 +65,14 @@ int cmd_merge(int argc, char **argv) {
     int n = 0;
     bool ok = true;
     for (int i = 0; i < loras.n && ok; i++) {
+        char path[4096];
+        float unused;
+        if (cli_lora_parse_spec(loras.items[i], path, sizeof path, &unused) && cli_prompt_is_adapter(path)) {
+            fprintf(stderr, "wisp merge: %s: a prompt-tuning adapter cannot be merged into the weights (it is virtual "
+                            "tokens before the input; use it with run/eval --lora)\n", loras.items[i]);
+            ok = false;
+            break;
+        }
         ok = cli_lora_load(&adapters[n], loras.items[i], &hp);
         if (ok) {
             loras_in[n] = &adapters[n].lora;

@@ -104,8 +104,10 @@ int cmd_plan(int argc, char **argv) {
     const cli_opt opts[] = {
         CLI_MODEL_OPTS(&mo),
         {"train", 0, OPT_FLAG, &train, NULL, "plan LoRA fine-tuning: --ctx and --batch are then its sequence length and micro-batch"},
-        {"method", 0, OPT_STR, &ts.method, "lora|rslora|dora|dpo",
-         "(--train) as wisp finetune --method (dora adds magnitudes, norms and a scratch; dpo: --batch pairs)"},
+        {"method", 0, OPT_STR, &ts.method, "lora|rslora|dora|prompt|dpo",
+         "(--train) as wisp finetune --method (dora adds magnitudes, norms and a scratch; prompt: virtual tokens "
+         "only; dpo: --batch pairs)"},
+        {"num-virtual-tokens", 0, OPT_INT, &ts.num_virtual_tokens, "N", "(--train --method prompt) virtual tokens"},
         {"rank", 'r', OPT_INT, &ts.rank, "R", "(--train) LoRA rank"},
         {"targets", 0, OPT_STR, &ts.targets, "LIST", "(--train) projections to adapt: all, or e.g. attn_q,attn_v"},
         {"optimizer", 0, OPT_STR, &ts.optimizer, "adamw|sgd", "(--train) AdamW keeps two moments, SGD one"},
@@ -162,8 +164,9 @@ int cmd_plan(int argc, char **argv) {
             cli_file_close(&f);
             return CLI_USAGE;
         }
-        if (c_header && cfg.train.dora) { /* the firmware's trainer is LoRA: a header would mislead it */
-            fprintf(stderr, "wisp plan: --c-header does not describe DoRA training (the firmware trains LoRA)\n");
+        if (c_header && (cfg.train.dora || cfg.train.virtual_tokens)) { /* the firmware's trainer is LoRA: a header would mislead it */
+            fprintf(stderr, "wisp plan: --c-header does not describe %s training (the firmware trains LoRA)\n",
+                    cfg.train.dora ? "DoRA" : "prompt-tuning");
             cli_file_close(&f);
             return CLI_USAGE;
         }

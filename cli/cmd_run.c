@@ -75,7 +75,7 @@ int cmd_run(int argc, char **argv) {
     }
     wisp_ctx *ctx = s.ctx;
     const wisp_tokenizer *tok = wisp_ctx_tokenizer(ctx);
-    int32_t n_ctx = wisp_ctx_config(ctx)->n_ctx;
+    int32_t n_ctx = wisp_ctx_config(ctx)->n_ctx - ad.n_prompt; /* a prompt-tuning adapter's virtual tokens came first */
     int32_t *tokens = malloc(sizeof(int32_t) * (size_t)n_ctx);
     wisp_error err = {0};
     size_t n_prompt = 0;

@@ -43,6 +43,7 @@ static const setting table[] = {
     NEW("method", K_STR, method),       NEW("beta", K_FLOAT, beta),
     NEW("label_smoothing", K_FLOAT, label_smoothing), NEW("loss_type", K_STR, loss_type),
     NEW("loss_scale_hysteresis", K_INT, loss_scale_hysteresis), NEW("min_loss_scale", K_FLOAT, min_loss_scale),
+    NEW("num_virtual_tokens", K_INT, num_virtual_tokens), NEW("prompt_init_text", K_STR, prompt_init_text),
 };
 #undef F
 #undef NEW
@@ -54,6 +55,7 @@ void ft_settings_default(ft_settings *s) {
     s->act_dtype = "f32", s->method = "lora", s->loss_type = "sigmoid", s->beta = 0.1f;
     s->rank = 8, s->ctx = 256, s->batch = 4, s->accum = 1, s->warmup = -1, s->lr = 1e-3f, s->epochs = 0;
     s->eval_every = 0, s->checkpoint_every = 0, s->seed = 42, s->clip = 1.0f;
+    s->num_virtual_tokens = 8; /* PEFT has no default (it is required); its prompt-tuning guide uses 8 */
 }
 
 uint32_t ft_parse_targets(const char *list) {
@@ -85,21 +87,23 @@ typedef struct ft_method {
     bool implemented;  /* the methods of PEFT/trl `--method` names but wisp has not built are refused by name */
     bool rslora;       /* scale alpha / sqrt(rank) */
     bool dora;         /* a learned magnitude per output row times the direction of W + BA */
+    bool prompt;       /* prompt tuning: learned input embeddings, no LoRA pairs */
     int32_t objective; /* wisp_train_objective */
     int32_t seqs_per_example; /* sequences a --batch example contributes to the micro-batch */
 } ft_method;
 
 static const ft_method methods[] = {
-    {"lora", true, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"rslora", true, true, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"dora", true, false, true, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"prompt", false, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"prefix", false, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"dpo", true, false, false, WISP_OBJECTIVE_DPO, 2}, /* a chosen and a rejected answer per pair */
+    {"lora", true, false, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"rslora", true, true, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"dora", true, false, true, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"prompt", true, false, false, true, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"prefix", false, false, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"dpo", true, false, false, false, WISP_OBJECTIVE_DPO, 2}, /* a chosen and a rejected answer per pair */
 };
 #define N_METHODS (sizeof methods / sizeof methods[0])
 
 bool ft_method_is_dpo(const ft_settings *s) { return s->method && strcmp(s->method, "dpo") == 0; }
+bool ft_method_is_prompt(const ft_settings *s) { return s->method && strcmp(s->method, "prompt") == 0; }
 
 bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
     static const char *const schedules[] = {"constant", "cosine", "linear", "1cycle"};
@@ -131,6 +135,21 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
                         "attn_output, ffn_gate, ffn_up, ffn_down (or q_proj ... down_proj)\n", s->targets);
         return false;
     }
+    if (!m->prompt && (s->prompt_init_text || s->num_virtual_tokens != 8)) {
+        fprintf(stderr, "wisp finetune: --num-virtual-tokens and --prompt-init-text belong to --method prompt\n");
+        return false;
+    }
+    if (m->prompt && (s->num_virtual_tokens < 1 || s->num_virtual_tokens > 4096)) {
+        fprintf(stderr, "wisp finetune: --num-virtual-tokens must be in 1..4096\n");
+        return false;
+    }
+    /* alpha: 0 as given, or its resolved default 2 x rank as a saved run's config.json holds it */
+    bool alpha_set = s->alpha != 0 && s->alpha != 2.0f * (float)s->rank;
+    if (m->prompt && (s->dropout > 0 || s->rslora || strcmp(s->targets, "all") != 0 || s->rank != 8 || alpha_set)) {
+        fprintf(stderr, "wisp finetune: --rank, --alpha, --lora-dropout, --rslora and --targets are LoRA settings; "
+                        "--method prompt trains only the virtual tokens\n");
+        return false;
+    }
     if (s->ctx < 1 || s->batch < 1 || s->accum < 1 || s->rank < 1) {
         fprintf(stderr, "wisp finetune: --ctx, --batch, --accum and --rank must be positive\n");
         return false;
@@ -141,6 +160,7 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
     }
     c->seq_len = s->ctx, c->micro_batch = s->batch * m->seqs_per_example, c->rank = s->rank, c->alpha = s->alpha;
     c->rslora = s->rslora || m->rslora, c->dora = m->dora;
+    c->virtual_tokens = m->prompt ? s->num_virtual_tokens : 0;
     c->objective = m->objective, c->dpo_beta = s->beta, c->dpo_label_smoothing = s->label_smoothing;
     c->dpo_loss = loss_ids[lt];
     c->loss_scale_hysteresis = s->loss_scale_hysteresis, c->min_loss_scale = s->min_loss_scale;

@@ -15,6 +15,8 @@ typedef struct ft_settings {
     const char *method, *loss_type; /* --method (lora, rslora, dora, dpo; prompt and prefix refused by name); DPO's --loss-type (sigmoid, ipo) */
     float beta, label_smoothing;    /* DPO */
     float min_loss_scale;           /* F16: the floor of the dynamic loss scale */
+    int32_t num_virtual_tokens;     /* --method prompt: learned embeddings prepended to every sequence */
+    const char *prompt_init_text;   /* --method prompt: PEFT's TEXT init from this text (NULL: RANDOM) */
     int32_t loss_scale_hysteresis;  /* F16: overflows tolerated before the scale halves */
     float val_split, alpha, lr, clip, dropout, weight_decay, momentum, beta1, beta2, eps, min_lr_ratio, epochs;
     float loss_scale;
@@ -27,6 +29,8 @@ typedef struct ft_settings {
 
 void ft_settings_default(ft_settings *s);
 
+/* --method prompt: prompt tuning (PEFT PROMPT_TUNING), no LoRA pairs. */
+bool ft_method_is_prompt(const ft_settings *s);
 /* --method dpo: pairs of answers, trained with trl's DPO loss. */
 bool ft_method_is_dpo(const ft_settings *s);
 

@@ -1,7 +1,10 @@
 #include "lora_attach.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "prompt_adapter.h"
 
 bool cli_adapters_load(cli_adapters *a, const cli_str_list *specs, float default_scale, const char *model_path) {
     memset(a, 0, sizeof *a);
@@ -23,10 +26,21 @@ bool cli_adapters_load(cli_adapters *a, const cli_str_list *specs, float default
             break;
         }
         bool explicit_scale = strlen(path) < strlen(specs->items[i]);
-        ok = cli_lora_load(&a->items[i], specs->items[i], &hp);
+        if (cli_prompt_is_adapter(path)) {
+            if (explicit_scale || a->prompt) {
+                fprintf(stderr, "wisp: --lora %s: %s\n", specs->items[i],
+                        a->prompt ? "only one prompt-tuning adapter can lead the context"
+                                  : "a prompt-tuning adapter has no scale (it is virtual tokens, not a weight update)");
+                ok = false;
+                break;
+            }
+            ok = cli_prompt_read(path, &hp, &a->prompt, &a->n_prompt);
+            continue;
+        }
+        ok = cli_lora_load(&a->items[a->n], specs->items[i], &hp);
         if (!ok) break;
-        a->scale[i] = explicit_scale ? given : default_scale;
-        a->n = i + 1;
+        a->scale[a->n] = explicit_scale ? given : default_scale;
+        a->n++;
     }
     if (!ok) cli_adapters_close(a);
     return ok;
@@ -51,20 +65,32 @@ bool cli_adapters_attach(const cli_adapters *a, wisp_ctx *ctx) {
     return true;
 }
 
+bool cli_adapters_rewind(const cli_adapters *a, wisp_ctx *ctx) {
+    wisp_rewind(ctx, a->n_prompt);
+    if (wisp_n_past(ctx) == a->n_prompt) return true;
+    wisp_rewind(ctx, 0); /* the ring dropped some of them: put them back */
+    return cli_prompt_prime(ctx, a->prompt, a->n_prompt);
+}
+
 void cli_adapters_close(cli_adapters *a) {
     for (int i = 0; i < a->n; i++) cli_lora_close(&a->items[i]);
     a->n = 0;
+    free(a->prompt);
+    a->prompt = NULL;
+    a->n_prompt = 0;
 }
 
 bool cli_adapted_session_open(cli_session *s, cli_adapters *a, const cli_str_list *specs, float default_scale,
                               const cli_model_opts *mo, wisp_config *cfg) {
     if (!cli_adapters_load(a, specs, default_scale, mo->model)) return false;
     cli_adapters_plan(a, cfg);
-    if (!cli_session_open(s, mo, cfg)) {
+    cli_model_opts with_prompt = *mo;
+    if (a->n_prompt > 0 && with_prompt.ctx > 0) with_prompt.ctx += a->n_prompt; /* the virtual tokens take positions */
+    if (!cli_session_open(s, &with_prompt, cfg)) {
         cli_adapters_close(a);
         return false;
     }
-    if (!cli_adapters_attach(a, s->ctx)) {
+    if (!cli_adapters_attach(a, s->ctx) || (a->n_prompt > 0 && !cli_prompt_prime(s->ctx, a->prompt, a->n_prompt))) {
         cli_session_close(s);
         cli_adapters_close(a);
         return false;

@@ -16,10 +16,17 @@ typedef struct cli_adapters {
     cli_lora items[CLI_LIST_MAX];
     float scale[CLI_LIST_MAX];
     int n;
+    /* a prompt-tuning adapter (PEFT PROMPT_TUNING folder; at most one): its
+     * virtual tokens, which cli_adapted_session_open puts at the context's
+     * first n_prompt positions (keep them: rewind to n_prompt, not 0) */
+    float *prompt;
+    int32_t n_prompt;
 } cli_adapters;
 
 #define CLI_LORA_OPTS(list, scale)                                                                                    \
-    {"lora", 0, OPT_STR_LIST, list, "FILE[:SCALE]", "apply a LoRA adapter (GGUF LoRA or PEFT folder); repeatable"}, \
+    {"lora", 0, OPT_STR_LIST, list, "FILE[:SCALE]",                                                                 \
+     "apply a LoRA adapter (GGUF LoRA or PEFT folder; a PEFT prompt-tuning folder puts its virtual tokens "         \
+     "first); repeatable"},                                                                                         \
     {"lora-scale", 0, OPT_FLOAT, scale, "S", "scale of each --lora given without :SCALE"}
 
 /* Load the adapters of `specs` for the model at model_path; prints and
@@ -29,9 +36,15 @@ bool cli_adapters_load(cli_adapters *a, const cli_str_list *specs, float default
 void cli_adapters_plan(const cli_adapters *a, wisp_config *cfg);
 bool cli_adapters_attach(const cli_adapters *a, wisp_ctx *ctx);
 void cli_adapters_close(cli_adapters *a);
+/* Empty the context down to the prompt adapter's virtual tokens (all of it
+ * without one), evaluating them again when a windowed layer's ring has
+ * overwritten them; false (with a message) if that fails. */
+bool cli_adapters_rewind(const cli_adapters *a, wisp_ctx *ctx);
 
 /* All of the above for a command: load the adapters of `specs`, plan room
- * for them in *cfg, open the session and attach them. On failure prints
+ * for them in *cfg (a prompt adapter's virtual tokens are added to the
+ * context length), open the session and attach them (evaluating the virtual
+ * tokens). On failure prints
  * why, leaves nothing open and returns false; else close with
  * cli_session_close and cli_adapters_close. */
 bool cli_adapted_session_open(cli_session *s, cli_adapters *a, const cli_str_list *specs, float default_scale,

@@ -2,6 +2,7 @@
  * context's small public surface. */
 #include "context.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "attention.h"
@@ -283,6 +284,28 @@ wisp_status wisp_eval(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_erro
         wisp_status s = wisp_forward_step(ctx, tokens + done, step, err);
         if (s) {
             wisp_rewind(ctx, start); /* e.g. NaN activations (WISP_ERR_NUMERIC): as if the call had not happened */
+            return s;
+        }
+        done += step;
+    }
+    return WISP_OK;
+}
+
+wisp_status wisp_eval_embeddings(wisp_ctx *ctx, const float *rows, int32_t n, wisp_error *err) {
+    if (n <= 0 || !rows) return wisp_fail(err, WISP_ERR_ARG, "no embeddings to evaluate");
+    if (n > ctx->cfg.n_ctx - ctx->n_past)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "context full: %d cached + %d new positions exceed n_ctx %d", ctx->n_past,
+                         n, ctx->cfg.n_ctx);
+    const int32_t dim = ctx->model.hp.dim, start = ctx->n_past;
+    for (size_t i = 0; i < (size_t)n * (size_t)dim; i++)
+        if (!isfinite(rows[i]))
+            return wisp_fail(err, WISP_ERR_NUMERIC, "input embedding %zu, element %zu is not finite", i / (size_t)dim,
+                             i % (size_t)dim);
+    for (int32_t done = 0; done < n;) {
+        int32_t step = n - done < ctx->cfg.n_batch ? n - done : ctx->cfg.n_batch;
+        wisp_status s = wisp_forward_embeddings(ctx, rows + (size_t)done * (size_t)dim, step, err);
+        if (s) {
+            wisp_rewind(ctx, start);
             return s;
         }
         done += step;

@@ -55,5 +55,7 @@ size_t wisp_ctx_kv_layer_offset(const wisp_ctx *ctx, int32_t l);
 
 /* One forward step over n <= n_batch tokens at positions n_past.. . */
 wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_error *err);
+/* The same over n input embedding rows [n][dim] instead of tokens. */
+wisp_status wisp_forward_embeddings(wisp_ctx *ctx, const float *rows, int32_t n, wisp_error *err);
 
 #endif

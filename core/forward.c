@@ -149,7 +149,8 @@ static void norm_rows(const wisp_exec *e, float *y, const float *x, const float 
     for (int32_t t = 0; t < T; t++) e->k.rmsnorm(y + (size_t)t * n, x + (size_t)t * n, w, n, eps);
 }
 
-wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, wisp_error *err) {
+/* One step over T inputs: token ids, or (tokens NULL) embedding rows. */
+static wisp_status forward(wisp_ctx *ctx, const int32_t *tokens, const float *rows, int32_t T, wisp_error *err) {
     const wisp_model *m = &ctx->model;
     const wisp_hparams *hp = &m->hp;
     wisp_exec *e = &ctx->exec;
@@ -158,7 +159,10 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
     if (T <= 0 || T > ctx->cfg.n_batch || ctx->n_past + T > ctx->cfg.n_ctx)
         return wisp_fail(err, WISP_ERR_INTERNAL, "forward step of %d tokens does not fit", T);
 
-    for (int32_t t = 0; t < T; t++) wisp_embed_row(e, &m->tok_embd, tokens[t], s->x + (size_t)t * dim);
+    if (tokens)
+        for (int32_t t = 0; t < T; t++) wisp_embed_row(e, &m->tok_embd, tokens[t], s->x + (size_t)t * dim);
+    else
+        memcpy(s->x, rows, (size_t)T * (size_t)dim * sizeof(float));
     if (hp->embed_scale != 1.0f) e->k.scale_f32(s->x, hp->embed_scale, (int64_t)T * dim);
     const wisp_rope_spec rope = wisp_rope_spec_of(m, ctx->cfg.n_ctx, false);
     wisp_rope_table(s->rope, ctx->n_past, T, &rope);
@@ -220,4 +224,12 @@ wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, w
     ctx->n_past += T;
     ctx->last_step = T;
     return WISP_OK;
+}
+
+wisp_status wisp_forward_step(wisp_ctx *ctx, const int32_t *tokens, int32_t T, wisp_error *err) {
+    return forward(ctx, tokens, NULL, T, err);
+}
+
+wisp_status wisp_forward_embeddings(wisp_ctx *ctx, const float *rows, int32_t T, wisp_error *err) {
+    return forward(ctx, NULL, rows, T, err);
 }

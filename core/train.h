@@ -44,6 +44,12 @@ typedef struct wisp_train {
     wisp_exec exec;        /* the context's kernels and threads, with an activation buffer for T rows */
     const wisp_model *model;
     int32_t S, B, D, Q, KV, F, H, KVH, hd, V, L;
+    int32_t stride;        /* tokens of one sequence's window in a batch: seq_len + 1 */
+    /* prompt tuning: the first n_virtual of the S positions of every sequence
+     * are the learned embeddings `prompt` [n_virtual][D] (the whole of
+     * params; prompt_grad the whole of grad), the tokens fill the rest */
+    int32_t n_virtual;
+    float *prompt, *prompt_grad;
     int32_t loss_chunk;
     float scale;           /* alpha / rank (or alpha / sqrt(rank)) */
     size_t act_elem;       /* bytes of a saved activation element */

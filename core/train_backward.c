@@ -22,7 +22,7 @@ static const float *post_norm_back(wisp_train *tr, int32_t l, const train_views 
 void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) {
     const wisp_layer *W = &tr->model->layers[l];
     const int32_t *pair = tr->pair_of + (size_t)l * WISP_PROJ_COUNT, T = tr->T;
-    bool below = l > tr->lowest_layer;
+    bool below = l > tr->lowest_layer || tr->n_virtual > 0; /* prompt tuning: down to the input embeddings */
     bool need_attn = below || pair[WISP_PROJ_Q] >= 0 || pair[WISP_PROJ_K] >= 0 || pair[WISP_PROJ_V] >= 0 ||
                      pair[WISP_PROJ_O] >= 0;
     bool need_ffn_in = need_attn || pair[WISP_PROJ_GATE] >= 0 || pair[WISP_PROJ_UP] >= 0;

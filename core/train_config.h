@@ -52,6 +52,10 @@ typedef struct wisp_train_config {
     float dpo_label_smoothing; /* DPO sigmoid: in [0, 0.5) (cDPO); must be 0 for IPO */
     int32_t dpo_loss;     /* wisp_dpo_loss_kind */
 
+    /* ---- prompt tuning (PEFT PROMPT_TUNING) ---- */
+    int32_t virtual_tokens; /* > 0: train only this many input embeddings prepended to every sequence
+                             * (positions 0..n-1; the text starts at n), no LoRA pairs; 0: off */
+
     /* ---- LoRA ---- */
     float alpha;          /* 0: 2 x rank */
     bool rslora;          /* scale alpha / sqrt(rank) instead of alpha / rank */

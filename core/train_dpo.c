@@ -64,7 +64,7 @@ static void sequence_sums(const wisp_train *tr, const uint8_t *mask, double *log
         double sum = 0;
         int32_t n = 0;
         for (int32_t j = 0; j < tr->S; j++) {
-            size_t target = (size_t)b * (size_t)(tr->S + 1) + (size_t)j + 1;
+            size_t target = (size_t)b * (size_t)tr->stride + (size_t)j + 1;
             if (mask && !mask[target]) continue;
             sum -= tr->tok_loss[b * tr->S + j];
             n++;
@@ -125,7 +125,7 @@ static void pair_terms(wisp_train *tr, const uint8_t *mask, int32_t n_pairs, boo
         for (int k = 0; k < 2; k++) {
             float w = (float)(-grads[k] / n_pairs * tr->loss_scale);
             for (int32_t j = 0; j < tr->S; j++)
-                if (!mask || mask[(size_t)seqs[k] * (size_t)(tr->S + 1) + (size_t)j + 1])
+                if (!mask || mask[(size_t)seqs[k] * (size_t)tr->stride + (size_t)j + 1])
                     tr->tok_weight[seqs[k] * tr->S + j] = w;
         }
     }

@@ -36,7 +36,11 @@ void wisp_train_embed(wisp_train *tr) {
     wisp_train_views_of(tr, 0, &v);
     for (int32_t t = 0; t < tr->T; t++) {
         int32_t b = t / tr->S, s = t % tr->S;
-        wisp_embed_row(&tr->exec, &tr->model->tok_embd, tr->tokens[(size_t)b * (tr->S + 1) + s], v.xin + (size_t)t * tr->D);
+        float *row = v.xin + (size_t)t * tr->D;
+        if (s < tr->n_virtual) /* prompt tuning: the learned rows come first (in the embedding's unscaled space) */
+            memcpy(row, tr->prompt + (size_t)s * tr->D, (size_t)tr->D * sizeof(float));
+        else
+            wisp_embed_row(&tr->exec, &tr->model->tok_embd, tr->tokens[(size_t)b * tr->stride + s - tr->n_virtual], row);
     }
     float scale = tr->model->hp.embed_scale;
     if (scale != 1.0f) tr->exec.k.scale_f32(v.xin, scale, (int64_t)tr->T * tr->D);

@@ -25,25 +25,28 @@ typedef struct head_job {
     bool backward;
 } head_job;
 
+/* Row t's next token in the batch; the virtual positions of prompt tuning
+ * (the first n_virtual of each sequence) have none. */
 static size_t target_index(const wisp_train *tr, int32_t t) {
-    return (size_t)(t / tr->S) * (size_t)(tr->S + 1) + (size_t)(t % tr->S) + 1;
+    return (size_t)(t / tr->S) * (size_t)tr->stride + (size_t)(t % tr->S - tr->n_virtual) + 1;
 }
 
 static bool scored(const wisp_train *tr, const uint8_t *mask, int32_t t) {
-    return !mask || mask[target_index(tr, t)];
+    return t % tr->S >= tr->n_virtual && (!mask || mask[target_index(tr, t)]);
 }
 
 static void ce_rows(void *arg, int64_t lo, int64_t hi) {
     const head_job *j = arg;
     wisp_train *tr = j->tr;
     for (int64_t i = lo; i < hi; i++) {
-        int32_t t = j->c0 + (int32_t)i, target = tr->tokens[target_index(tr, t)];
+        int32_t t = j->c0 + (int32_t)i;
         float *z = tr->logits + i * tr->V;
         if (!scored(tr, j->mask, t)) {
             tr->tok_loss[t] = 0;
             if (j->backward) memset(z, 0, (size_t)tr->V * sizeof(float));
             continue;
         }
+        int32_t target = tr->tokens[target_index(tr, t)];
         float m = z[0];
         for (int32_t k = 1; k < tr->V; k++)
             if (z[k] > m) m = z[k];

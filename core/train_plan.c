@@ -20,22 +20,33 @@ wisp_status wisp_train_resolve(const wisp_hparams *hp, wisp_config *cfg, wisp_er
     if (c->seq_len < 1 || c->seq_len > 65536) return bad(err, "seq_len must be in 1..65536");
     if (c->micro_batch == 0) c->micro_batch = 1;
     if (c->micro_batch < 1 || c->micro_batch > 4096) return bad(err, "micro_batch must be in 1..4096");
-    if ((int64_t)c->seq_len * c->micro_batch > (1 << 20))
-        return bad(err, "seq_len x micro_batch must be at most 1048576 tokens");
+    if (c->virtual_tokens < 0 || c->virtual_tokens > 4096) return bad(err, "virtual_tokens must be in 0..4096");
+    int64_t positions = (int64_t)c->seq_len + c->virtual_tokens; /* per sequence, the prompt's included */
+    if (positions > 65536) return bad(err, "seq_len + virtual_tokens must be at most 65536");
+    if (positions * c->micro_batch > (1 << 20))
+        return bad(err, "(seq_len + virtual_tokens) x micro_batch must be at most 1048576 positions");
     if (c->rank == 0) c->rank = 8;
     if (c->rank < 1 || c->rank > 4096) return bad(err, "rank must be in 1..4096");
-    if (c->targets == 0) c->targets = WISP_TARGETS_ALL;
+    if (c->virtual_tokens > 0) { /* prompt tuning trains the prompt alone */
+        if (c->dora) return bad(err, "prompt tuning and DoRA do not combine (choose one method)");
+        if (c->dropout > 0) return bad(err, "LoRA dropout does not apply to prompt tuning (use dropout 0)");
+        if (c->objective != WISP_OBJECTIVE_CAUSAL_LM) return bad(err, "DPO with prompt tuning is not implemented");
+        c->targets = 0;
+    } else if (c->targets == 0) {
+        c->targets = WISP_TARGETS_ALL;
+    }
     if (c->targets & ~WISP_TARGETS_ALL) return bad(err, "targets has bits beyond the seven projections");
     if (c->optimizer != WISP_OPTIMIZER_ADAMW && c->optimizer != WISP_OPTIMIZER_SGD)
         return bad(err, "unknown optimizer");
     if (c->act_type != WISP_TYPE_F32 && c->act_type != WISP_TYPE_BF16 && c->act_type != WISP_TYPE_F16)
         return bad(err, "saved activations must be F32, BF16 or F16");
-    int32_t T = c->seq_len * c->micro_batch;
+    int32_t T = (int32_t)positions * c->micro_batch;
     if (c->loss_chunk == 0) { /* each chunk dequantizes the output weight once in the backward pass */
         int64_t fit = ((int64_t)16 << 20) / ((int64_t)hp->n_vocab * 4);
         c->loss_chunk = fit < 1 ? 1 : fit > T ? T : (int32_t)fit;
     }
-    if (c->loss_chunk < 1 || c->loss_chunk > T) return bad(err, "loss_chunk must be in 1..seq_len x micro_batch");
+    if (c->loss_chunk < 1 || c->loss_chunk > T)
+        return bad(err, "loss_chunk must be in 1..(seq_len + virtual_tokens) x micro_batch");
     if (c->backward_tile == 0) c->backward_tile = 32768;
     if (c->backward_tile < 256 || c->backward_tile > (1 << 24)) return bad(err, "backward_tile must be in 256..16777216");
     if (c->alpha == 0) c->alpha = 2.0f * (float)c->rank;
@@ -121,7 +132,7 @@ static size_t param_count(const wisp_hparams *hp, const wisp_train_config *c) {
         proj_shape(hp, p, &n_in, &n_out);
         per_layer += (size_t)c->rank * ((size_t)n_in + (size_t)n_out) + (c->dora ? (size_t)n_out : 0);
     }
-    return mul(per_layer, (size_t)hp->n_layers);
+    return mul(per_layer, (size_t)hp->n_layers) + (size_t)c->virtual_tokens * (size_t)hp->dim;
 }
 
 /* Widest backward tile (columns) over the model's weights. */
@@ -139,7 +150,8 @@ static size_t tile_cols_max(const wisp_gguf *g) {
 static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg,
                    size_t act_row_bytes, wisp_train *tr) {
     const wisp_train_config *tc = &cfg->train;
-    size_t f = sizeof(float), T = (size_t)tc->seq_len * (size_t)tc->micro_batch;
+    size_t S = (size_t)tc->seq_len + (size_t)tc->virtual_tokens; /* positions per sequence */
+    size_t f = sizeof(float), T = S * (size_t)tc->micro_batch;
     size_t D = (size_t)hp->dim, Q = (size_t)hp->n_heads * hp->head_dim, KV = (size_t)hp->n_kv_heads * hp->head_dim;
     size_t F = (size_t)hp->ffn_dim, H = (size_t)hp->n_heads, L = (size_t)hp->n_layers, r = (size_t)tc->rank;
     size_t DQ = D > Q ? D : Q, max_in = DQ > F ? DQ : F;
@@ -226,7 +238,7 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
     }
     w.logits = take(c, (size_t)tc->loss_chunk * (size_t)hp->n_vocab, f, P);
     w.tok_loss = take(c, T, sizeof(double), P);
-    w.rope = take(c, (size_t)tc->seq_len * (size_t)hp->rope_dim, f, P);
+    w.rope = take(c, S * (size_t)hp->rope_dim, f, P);
     if (tc->objective == WISP_OBJECTIVE_DPO) {
         size_t B = (size_t)tc->micro_batch;
         w.tok_weight = take(c, T, f, P);
@@ -235,7 +247,7 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
         w.seq_scored = take(c, B, sizeof(int32_t), P);
     }
     const wisp_arch_row *row = wisp_hparams_row(hp);
-    if (row->rope_base_swa) w.rope_swa = take(c, (size_t)tc->seq_len * (size_t)hp->rope_dim, f, P);
+    if (row->rope_base_swa) w.rope_swa = take(c, S * (size_t)hp->rope_dim, f, P);
     if (row->required & WISP_LT(Q_NORM)) {
         w.qraw = take(c, T * Q, f, P);
         w.kraw = take(c, T * KV, f, P);
@@ -268,6 +280,13 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
  * adapted model starts equal to the base. */
 static void init_adapter(wisp_train *tr) {
     memset(tr->params, 0, tr->n_params * sizeof(float));
+    if (tr->n_virtual > 0) { /* PEFT's RANDOM init: an nn.Embedding's N(0, 1), here by Box-Muller */
+        uint64_t key = wisp_hash2(tr->cfg.seed, 0x2000u);
+        for (size_t j = 0; j < (size_t)tr->n_virtual * (size_t)tr->D; j++) {
+            float u1 = wisp_unit_float(wisp_hash2(key, 2 * j)), u2 = wisp_unit_float(wisp_hash2(key, 2 * j + 1));
+            tr->prompt[j] = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.28318530718f * u2);
+        }
+    }
     for (int32_t i = 0; i < tr->n_pairs; i++) {
         const wisp_lora_pair *p = &tr->pairs[i];
         float *a = (float *)(uintptr_t)p->a, bound = 1.0f / sqrtf((float)p->n_in);
@@ -297,7 +316,8 @@ wisp_status wisp_train_layout(wisp_layout *lay, wisp_ctx *ctx, const wisp_gguf *
     tr->exec.act_bytes = act_bytes;
     tr->cfg = *tc;
     tr->model = &ctx->model;
-    tr->S = tc->seq_len, tr->B = tc->micro_batch, tr->D = hp->dim, tr->F = hp->ffn_dim, tr->V = hp->n_vocab;
+    tr->n_virtual = tc->virtual_tokens, tr->stride = tc->seq_len + 1;
+    tr->S = tc->seq_len + tc->virtual_tokens, tr->B = tc->micro_batch, tr->D = hp->dim, tr->F = hp->ffn_dim, tr->V = hp->n_vocab;
     tr->H = hp->n_heads, tr->KVH = hp->n_kv_heads, tr->hd = hp->head_dim, tr->L = hp->n_layers;
     tr->Q = tr->H * tr->hd, tr->KV = tr->KVH * tr->hd;
     tr->loss_chunk = tc->loss_chunk;
@@ -335,6 +355,11 @@ wisp_status wisp_train_layout(wisp_layout *lay, wisp_ctx *ctx, const wisp_gguf *
             norm_off += nm;
             if (l < tr->lowest_layer) tr->lowest_layer = l;
         }
+    if (tr->n_virtual > 0) { /* the prompt is the whole of params: no pairs */
+        tr->prompt = tr->params + off, tr->prompt_grad = tr->grad + off;
+        tr->lowest_layer = 0; /* the gradient must reach the input embeddings */
+        off += (size_t)tr->n_virtual * (size_t)tr->D;
+    }
     if (off != tr->n_params || n != tr->n_pairs)
         return wisp_fail(err, WISP_ERR_INTERNAL, "adapter layout mismatch: %zu of %zu parameters", off, tr->n_params);
     tr->lora = (wisp_lora){tr->pairs, n, tc->rank, tc->rslora};

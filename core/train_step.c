@@ -1,5 +1,6 @@
 /* The public training calls: a micro-step (forward, loss, backward into the
  * accumulated gradients), an evaluation, and access to the adapter. */
+#include <math.h>
 #include <string.h>
 
 #include "half.h"
@@ -17,14 +18,14 @@ static wisp_status begin_batch(wisp_train *tr, const int32_t *tokens, const uint
     if (!tokens) return wisp_fail(err, WISP_ERR_ARG, "no tokens given");
     if (n_seq < 1 || n_seq > tr->B)
         return wisp_fail(err, WISP_ERR_ARG, "%d sequences given; this context takes 1..%d per micro-step", n_seq, tr->B);
-    size_t n = (size_t)n_seq * (size_t)(tr->S + 1);
+    size_t n = (size_t)n_seq * (size_t)tr->stride;
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= tr->V)
             return wisp_fail(err, WISP_ERR_ARG, "token id %d (sequence %zu, position %zu) is outside the vocabulary (0..%d)",
-                             tokens[i], i / (size_t)(tr->S + 1), i % (size_t)(tr->S + 1), tr->V - 1);
+                             tokens[i], i / (size_t)tr->stride, i % (size_t)tr->stride, tr->V - 1);
     int32_t count = 0;
     for (size_t i = 0; i < n; i++)
-        if (i % (size_t)(tr->S + 1) != 0 && (!mask || mask[i])) count++;
+        if (i % (size_t)tr->stride != 0 && (!mask || mask[i])) count++;
     tr->tokens = tokens;
     tr->n_seq = n_seq;
     tr->T = n_seq * tr->S;
@@ -58,6 +59,16 @@ void wisp_train_backward(wisp_train *tr) {
         wisp_train_load_layer(tr, l, &v);
         wisp_train_backward_layer(tr, l, &v);
     }
+    if (tr->n_virtual == 0) return;
+    /* tr->dx is now the gradient of layer 0's input; a virtual token's input
+     * is embed_scale x its prompt row in every sequence: sum over them */
+    float scale = tr->model->hp.embed_scale;
+    for (int32_t b = 0; b < tr->n_seq; b++)
+        for (int32_t i = 0; i < tr->n_virtual; i++) {
+            const float *d = tr->dx + ((size_t)b * tr->S + (size_t)i) * tr->D;
+            float *g = tr->prompt_grad + (size_t)i * tr->D;
+            for (int32_t k = 0; k < tr->D; k++) g[k] += scale * d[k];
+        }
 }
 
 wisp_status wisp_train_micro_step(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
@@ -143,5 +154,39 @@ wisp_status wisp_train_set_lora(wisp_ctx *ctx, const wisp_lora *src, wisp_error 
             copy_matrix((float *)(uintptr_t)d->a, p->a, p->type, (size_t)d->rank * (size_t)d->n_in);
             copy_matrix((float *)(uintptr_t)d->b, p->b, p->type, (size_t)d->rank * (size_t)d->n_out);
         }
+    return WISP_OK;
+}
+
+const float *wisp_train_prompt(const wisp_ctx *ctx, int32_t *n_virtual) {
+    const wisp_train *tr = ctx->train;
+    if (n_virtual) *n_virtual = tr ? tr->n_virtual : 0;
+    return tr && tr->n_virtual > 0 ? tr->prompt : NULL;
+}
+
+const float *wisp_train_prompt_gradient(const wisp_ctx *ctx) {
+    return ctx->train && ctx->train->n_virtual > 0 ? ctx->train->prompt_grad : NULL;
+}
+
+wisp_status wisp_train_set_prompt(wisp_ctx *ctx, const float *rows, const int32_t *ids, int32_t n_ids,
+                                  wisp_error *err) {
+    wisp_status s = need_train(ctx, err);
+    if (s) return s;
+    wisp_train *tr = ctx->train;
+    if (tr->n_virtual == 0) return wisp_fail(err, WISP_ERR_ARG, "this context does not prompt-tune (virtual_tokens is 0)");
+    size_t D = (size_t)tr->D;
+    if (rows) {
+        for (size_t i = 0; i < (size_t)tr->n_virtual * D; i++)
+            if (!isfinite(rows[i]))
+                return wisp_fail(err, WISP_ERR_NUMERIC, "prompt embedding %zu, element %zu is not finite", i / D, i % D);
+        memcpy(tr->prompt, rows, (size_t)tr->n_virtual * D * sizeof(float));
+        return WISP_OK;
+    }
+    if (!ids || n_ids < 1) return wisp_fail(err, WISP_ERR_ARG, "the prompt init text has no tokens");
+    for (int32_t i = 0; i < n_ids; i++)
+        if (ids[i] < 0 || ids[i] >= tr->V)
+            return wisp_fail(err, WISP_ERR_ARG, "token id %d is outside the vocabulary (0..%d)", ids[i], tr->V - 1);
+    /* PEFT: truncated to n_virtual, or repeated ceil(n_virtual / n_ids) times and truncated */
+    for (int32_t i = 0; i < tr->n_virtual; i++)
+        wisp_embed_row(&tr->exec, &tr->model->tok_embd, ids[i % n_ids], tr->prompt + (size_t)i * D);
     return WISP_OK;
 }

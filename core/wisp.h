@@ -111,6 +111,11 @@ wisp_status wisp_tokenize_text(wisp_ctx *ctx, const char *text, size_t len, unsi
  * logits. Fails (changing nothing) if the context would overflow. */
 wisp_status wisp_eval(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_error *err);
 
+/* As wisp_eval, with `n` input embedding rows [n][dim] (F32, the embedding
+ * table's unscaled space: the family's embedding scale is applied as for a
+ * token) in place of tokens: a prompt-tuning adapter's virtual tokens. */
+wisp_status wisp_eval_embeddings(wisp_ctx *ctx, const float *rows, int32_t n, wisp_error *err);
+
 /* Logits after the i-th token of the last step (i = -1: its last token).
  * Other positions are only kept with logits_all. NULL if unavailable. */
 const float *wisp_logits(const wisp_ctx *ctx, int32_t i);
@@ -225,6 +230,17 @@ const wisp_lora *wisp_train_gradients(const wisp_ctx *ctx);
  * src pair must match a trained (layer, projection) with the same rank;
  * trained pairs that src lacks keep their values. */
 wisp_status wisp_train_set_lora(wisp_ctx *ctx, const wisp_lora *src, wisp_error *err);
+/* Prompt tuning (cfg.train.virtual_tokens > 0): the learned prompt
+ * [n_virtual][dim] F32 (the unscaled embedding space, as PEFT's
+ * prompt_embeddings), and its accumulated gradient (times the loss scale
+ * with F16 storage). NULL when the context does not prompt-tune. */
+const float *wisp_train_prompt(const wisp_ctx *ctx, int32_t *n_virtual);
+const float *wisp_train_prompt_gradient(const wisp_ctx *ctx);
+/* Set the prompt: `rows` [n_virtual][dim] F32 (a saved adapter); or, with
+ * rows NULL, PEFT's TEXT init: the embedding rows of `ids` [n_ids], repeated
+ * and truncated to n_virtual. */
+wisp_status wisp_train_set_prompt(wisp_ctx *ctx, const float *rows, const int32_t *ids, int32_t n_ids,
+                                  wisp_error *err);
 /* The factor wisp_train_gradients() carries: the dynamic loss scale with
  * F16 storage, 1 otherwise. */
 float wisp_train_loss_scale(const wisp_ctx *ctx);

@@ -67,6 +67,14 @@ if [ -f "$S/models/stories260K.gguf" ] && [ -f "$S/data/tinyshakespeare.txt" ]; 
         lenprefixed "$seeds/dora-run/peft/adapter_config.json" "$seeds/dora-run/peft/adapter_model.safetensors" \
             > "$seeds/dora.peft"
 fi
+# A prompt-tuning adapter (PEFT PROMPT_TUNING, prompt_embeddings) for stories260K: one step, TEXT init
+if [ -f "$S/models/stories260K.gguf" ] && [ -f "$S/data/tinyshakespeare.txt" ]; then
+    head -c 4000 "$S/data/tinyshakespeare.txt" > "$seeds/prompt.txt"
+    "$W" finetune -m "$S/models/stories260K.gguf" --data "$seeds/prompt.txt" --ctx 16 --batch 1 --steps 1 \
+        --method prompt --num-virtual-tokens 3 --prompt-init-text "ROMEO:" -q -t 1 --overwrite -o "$seeds/prompt-run" 2>/dev/null &&
+        lenprefixed "$seeds/prompt-run/peft/adapter_config.json" "$seeds/prompt-run/peft/adapter_model.safetensors" \
+            > "$seeds/prompt.peftprompt"
+fi
 # A minimal safetensors file: header, one F16 tensor, metadata
 h='{"w":{"dtype":"F16","shape":[2,2],"data_offsets":[0,8]},"__metadata__":{"format":"pt"}}'
 { le32 ${#h}; le32 0; printf '%s' "$h"; printf '\x00\x3c\x00\x40\x00\x42\x00\x44'; } > "$seeds/min.safetensors"
@@ -171,6 +179,11 @@ for name in "${names[@]}"; do
             export WISP_FUZZ_BASES="$base_tiny:$base_qwen"
             [ -f "$S/models/stories260K.gguf" ] && WISP_FUZZ_BASES+=":$S/models/stories260K.gguf"
             seed "$name" "$seeds"/*.peft
+            opts+=(-max_len=131072 -dict="$PWD/tests/fuzz/json.dict") ;;
+        fuzz_peft_prompt)
+            export WISP_FUZZ_BASES="$base_tiny:$base_qwen"
+            [ -f "$S/models/stories260K.gguf" ] && WISP_FUZZ_BASES+=":$S/models/stories260K.gguf"
+            seed "$name" "$seeds"/*.peftprompt "$seeds"/*.peft
             opts+=(-max_len=131072 -dict="$PWD/tests/fuzz/json.dict") ;;
         fuzz_lora_gguf)
             export WISP_FUZZ_BASES="$base_tiny:$base_qwen"

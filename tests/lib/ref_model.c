@@ -219,7 +219,8 @@ static double cap(double x, double c) { return c > 0 ? c * tanh(x / c) : x; }
 static double gelu_tanh(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x))); }
 
 /* Logits and/or final hidden states (either may be NULL). */
-static void forward(const ref_model *r, const int32_t *tokens, int32_t n, double *logits, double *hidden) {
+static void forward(const ref_model *r, const int32_t *tokens, int32_t n_tok, double *logits, double *hidden) {
+    const int32_t P = r->n_prompt, n = P + n_tok; /* prompt tuning: its rows come first */
     const wisp_hparams *hp = &r->hp;
     int32_t D = hp->dim, hd = hp->head_dim, H = hp->n_heads, KVH = hp->n_kv_heads, F = hp->ffn_dim;
     int32_t Q = H * hd, KV = KVH * hd, V = hp->n_vocab;
@@ -231,7 +232,9 @@ static void forward(const ref_model *r, const int32_t *tokens, int32_t n, double
     double *p = malloc(sizeof(double) * N);
     double emb_scale = wisp_hparams_row(hp)->embed_scale ? sqrt((double)D) : 1.0;
     for (size_t t = 0; t < N; t++)
-        for (int32_t i = 0; i < D; i++) x[t * D + (size_t)i] = r->embd[(size_t)tokens[t] * D + (size_t)i] * emb_scale;
+        for (int32_t i = 0; i < D; i++)
+            x[t * D + (size_t)i] = (t < (size_t)P ? r->prompt[t * D + (size_t)i]
+                                                  : r->embd[(size_t)tokens[t - (size_t)P] * D + (size_t)i]) * emb_scale;
     for (int32_t l = 0; l < hp->n_layers; l++) {
         const wisp_layer *W = &r->model->layers[l];
         for (int32_t t = 0; t < n; t++) {
@@ -281,13 +284,13 @@ static void forward(const ref_model *r, const int32_t *tokens, int32_t n, double
             add_block(xt, tmp, W->post_ffn_norm, D, hp->rms_eps);
         }
     }
-    for (int32_t t = 0; t < n; t++) {
+    for (int32_t t = P; t < n; t++) {
         rmsnorm(xn, x + (size_t)t * D, r->out_norm, D, hp->rms_eps);
-        if (hidden) memcpy(hidden + (size_t)t * D, xn, sizeof(double) * (size_t)D);
+        if (hidden) memcpy(hidden + (size_t)(t - P) * D, xn, sizeof(double) * (size_t)D);
         for (int32_t o = 0; o < V && logits; o++) {
             double s = 0;
             for (int32_t i = 0; i < D; i++) s += r->out[(size_t)o * D + i] * xn[i];
-            logits[(size_t)t * V + o] = cap(s, hp->final_softcap);
+            logits[(size_t)(t - P) * V + o] = cap(s, hp->final_softcap);
         }
     }
     free(x), free(xn), free(q), free(k), free(v), free(att), free(tmp), free(g), free(u), free(p);

@@ -42,6 +42,11 @@ typedef struct ref_model {
     bool (*keep)(void *user, int32_t layer, int32_t proj, int32_t t, int32_t i);
     void *keep_user;
     double keep_scale;
+    /* prompt tuning: n_prompt rows [n_prompt][dim] (the embedding's unscaled
+     * space) before every input, at positions 0..n_prompt-1; outputs are
+     * only the tokens' (0: none) */
+    const double *prompt;
+    int32_t n_prompt;
 } ref_model;
 
 /* Dequantize every weight of `m` (malloc'd; false if out of memory). */

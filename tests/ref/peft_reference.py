@@ -10,7 +10,13 @@ merged weight) and runs the model
 with Hugging Face's rotate-half RoPE. If wisp's GGUF-order handling of q/k
 LoRA rows were wrong, its logits would not match these.
 
-usage: /usr/bin/python3 peft_reference.py BASE.gguf CASES.json [--lora PEFT_DIR[:SCALE]]... [--naive] > OUT.json
+A prompt-tuning adapter (--prompt PEFT_DIR, peft_type PROMPT_TUNING) is run
+as PEFT runs it: its prompt_embeddings rows are put before the input
+embeddings (BOS included), the text's positions start after them, and only
+the text's logits are returned.
+
+usage: /usr/bin/python3 peft_reference.py BASE.gguf CASES.json [--lora PEFT_DIR[:SCALE]]... [--prompt PEFT_DIR]
+       [--naive] > OUT.json
 --naive applies the adapters' q/k lora_B rows as if they were already in the
 model's GGUF order (what a converter that forgot the permutation would do):
 a negative control showing that the row order matters.
@@ -90,8 +96,9 @@ def unpermute(w, n_head):
 
 
 class Model:
-    def __init__(self, path, adapters, naive=False):
+    def __init__(self, path, adapters, naive=False, prompt=None):
         g = Reader(path)
+        self.prompt = prompt
         arch = g.meta["general.architecture"]
         self.arch = arch
         self.n_layer = g.meta[f"{arch}.block_count"]
@@ -141,8 +148,12 @@ class Model:
         return x * cos + rot * sin
 
     def forward(self, tokens):
-        n, hd = len(tokens), self.head_dim
         x = self.embd[tokens]
+        n_prompt = 0
+        if self.prompt is not None:  # PEFT PROMPT_TUNING: virtual tokens first, at positions 0..n_prompt-1
+            n_prompt = self.prompt.shape[0]
+            x = np.concatenate([self.prompt, x], axis=0)
+        n, hd = x.shape[0], self.head_dim
         pos = np.arange(n, dtype=np.float64)
         mask = np.triu(np.full((n, n), -np.inf), 1)
         group = self.n_head // self.n_kv
@@ -163,7 +174,17 @@ class Model:
             h = self.rms(x, L["ffn_norm"])
             gate = h @ L["mlp.gate_proj"].T
             x = x + ((gate / (1 + np.exp(-gate))) * (h @ L["mlp.up_proj"].T)) @ L["mlp.down_proj"].T
-        return self.rms(x, self.out_norm) @ self.out.T
+        return (self.rms(x, self.out_norm) @ self.out.T)[n_prompt:]
+
+
+def load_prompt(folder):
+    cfg = json.load(open(os.path.join(folder, "adapter_config.json")))
+    if cfg.get("peft_type") != "PROMPT_TUNING" or cfg.get("num_transformer_submodules", 1) != 1:
+        sys.exit(f"{folder}: not a decoder-only PROMPT_TUNING adapter")
+    rows = read_safetensors(os.path.join(folder, "adapter_model.safetensors"))["prompt_embeddings"]
+    if rows.shape != (cfg["num_virtual_tokens"], cfg["token_dim"]):
+        sys.exit(f"{folder}: prompt_embeddings has shape {rows.shape}")
+    return rows.astype(np.float64)
 
 
 def main():
@@ -173,8 +194,12 @@ def main():
     model_path, cases_path, rest = args[0], args[1], args[2:]
     naive = "--naive" in rest
     rest = [r for r in rest if r != "--naive"]
-    adapters = []
+    adapters, prompt = [], None
     while rest:
+        if rest[0] == "--prompt" and len(rest) >= 2:
+            prompt = load_prompt(rest[1])
+            rest = rest[2:]
+            continue
         if rest[0] != "--lora" or len(rest) < 2:
             sys.exit(f"unexpected argument {rest[0]}")
         spec = rest[1]
@@ -183,7 +208,7 @@ def main():
             folder, scale = spec.rsplit(":", 1)[0], float(spec.rsplit(":", 1)[1])
         adapters.append(load_peft(folder, scale))
         rest = rest[2:]
-    model = Model(model_path, adapters, naive)
+    model = Model(model_path, adapters, naive, prompt)
     cases = json.load(open(cases_path))
     out = {"model": os.path.basename(model_path), "n_vocab": int(model.embd.shape[0]), "cases": []}
     for c in cases["cases"]:

@@ -1,0 +1,51 @@
+/* PEFT prompt-tuning adapters (peft_type PROMPT_TUNING, task_type CAUSAL_LM):
+ * a folder with adapter_config.json and adapter_model.safetensors holding one
+ * tensor, `prompt_embeddings` [num_virtual_tokens][token_dim], the learned
+ * input embeddings PEFT prepends to every input (BOS included), in the
+ * embedding table's unscaled space.
+ *
+ * Read: every config key is known or refused by name (num_transformer_submodules
+ * must be 1, as for decoder-only models; token_dim must be the base's
+ * dim); F32, F16 or BF16 rows. Written: the keys PEFT writes, sorted, so
+ * that reading a written adapter and writing it again gives the same bytes.
+ * Freestanding: the caller gives the memory (wisp_prompt_index_bytes). */
+#ifndef WISP_PEFT_PROMPT_H
+#define WISP_PEFT_PROMPT_H
+
+#include "model.h"
+#include "sink.h"
+#include "status.h"
+
+typedef struct wisp_prompt_adapter {
+    int32_t n_virtual, dim;
+    int32_t n_layers, n_heads;   /* PEFT records them (num_layers, num_attention_heads) */
+    bool text_init;              /* prompt_tuning_init TEXT (else RANDOM) */
+    const char *init_text;       /* prompt_tuning_init_text, or NULL */
+    const char *base_model;      /* base_model_name_or_path, or NULL */
+    const char *tokenizer;       /* tokenizer_name_or_path, or NULL */
+    int32_t type;                /* WISP_TYPE_F32, F16 or BF16 of rows */
+    const void *rows;            /* [n_virtual][dim], any alignment */
+} wisp_prompt_adapter;
+
+/* Whether an adapter_config.json says peft_type PROMPT_TUNING (a cheap
+ * textual probe: the full check is wisp_prompt_read's). */
+bool wisp_prompt_config_is_prompt(const char *config, size_t config_len);
+
+/* Memory wisp_prompt_read needs for these two files. */
+wisp_status wisp_prompt_index_bytes(const char *config, size_t config_len, const void *st, size_t st_len, size_t *bytes,
+                                    wisp_error *err);
+/* Parse and check both files against the base (hparams); strings and rows
+ * of `out` point into `mem` and `st`, which must outlive it. */
+wisp_status wisp_prompt_read(const char *config, size_t config_len, const void *st, size_t st_len,
+                             const wisp_hparams *base, void *mem, size_t mem_bytes, wisp_prompt_adapter *out,
+                             wisp_error *err);
+/* Row i element k as F32. */
+float wisp_prompt_value(const wisp_prompt_adapter *a, size_t index);
+
+/* adapter_config.json into buf (NUL-terminated; *len without the NUL; with
+ * cap too small WISP_ERR_CAPACITY and *len the need). */
+wisp_status wisp_prompt_write_config(const wisp_prompt_adapter *a, char *buf, size_t cap, size_t *len, wisp_error *err);
+/* adapter_model.safetensors: `prompt_embeddings` in the rows' type. */
+wisp_status wisp_prompt_write_safetensors(const wisp_prompt_adapter *a, wisp_sink *sink, wisp_error *err);
+
+#endif

@@ -1,0 +1,143 @@
+#include "prompt_adapter.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "atomic_file.h"
+#include "file_map.h"
+#include "session.h"
+
+static bool make_dir(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return true;
+        fprintf(stderr, "wisp: %s: exists and is not a folder (a PEFT adapter is a folder)\n", path);
+        return false;
+    }
+    if (mkdir(path, 0777) != 0) {
+        fprintf(stderr, "wisp: %s: cannot create folder: %s\n", path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+bool cli_prompt_write(const wisp_prompt_adapter *a, const char *dir, bool quiet) {
+    if (!make_dir(dir)) return false;
+    char cfg_path[4200], st_path[4200];
+    snprintf(cfg_path, sizeof cfg_path, "%s/adapter_config.json", dir);
+    snprintf(st_path, sizeof st_path, "%s/adapter_model.safetensors", dir);
+    wisp_error err = {0};
+    size_t len = 0;
+    wisp_status s = wisp_prompt_write_config(a, NULL, 0, &len, &err);
+    if (s && s != WISP_ERR_CAPACITY) {
+        cli_report(cfg_path, &err);
+        return false;
+    }
+    char *cfg = malloc(len + 2);
+    bool ok = cfg && !wisp_prompt_write_config(a, cfg, len + 1, &len, &err);
+    if (!ok) {
+        cli_report(cfg_path, &err);
+        free(cfg);
+        return false;
+    }
+    cli_atomic_file af;
+    if ((ok = cli_atomic_open(&af, st_path))) {
+        if (wisp_prompt_write_safetensors(a, &af.sink, &err)) {
+            cli_report(st_path, &err);
+            cli_atomic_abort(&af);
+            ok = false;
+        } else {
+            ok = cli_atomic_commit(&af);
+        }
+    }
+    if (ok) {
+        cfg[len] = '\n';
+        ok = cli_write_file_atomic(cfg_path, cfg, len + 1);
+    }
+    if (ok && !quiet) fprintf(stderr, "wrote %s: PEFT prompt-tuning adapter, %d virtual tokens\n", dir, a->n_virtual);
+    free(cfg);
+    return ok;
+}
+
+bool cli_prompt_is_adapter(const char *dir) {
+    char cfg_path[4200];
+    snprintf(cfg_path, sizeof cfg_path, "%s/adapter_config.json", dir);
+    cli_file f;
+    struct stat st;
+    if (stat(cfg_path, &st) != 0 || !cli_file_open(&f, cfg_path)) return false;
+    bool yes = wisp_prompt_config_is_prompt((const char *)f.data, f.size);
+    cli_file_close(&f);
+    return yes;
+}
+
+/* Both files of DIR, mapped and parsed (close with opened_close). */
+typedef struct opened {
+    cli_file cfg, st;
+    void *mem;
+    wisp_prompt_adapter a;
+} opened;
+
+static bool opened_open(opened *o, const char *dir, const wisp_hparams *hp) {
+    char cfg_path[4200], st_path[4200];
+    snprintf(cfg_path, sizeof cfg_path, "%s/adapter_config.json", dir);
+    snprintf(st_path, sizeof st_path, "%s/adapter_model.safetensors", dir);
+    memset(o, 0, sizeof *o);
+    if (!cli_file_open(&o->cfg, cfg_path)) return false;
+    if (!cli_file_open(&o->st, st_path)) {
+        cli_file_close(&o->cfg);
+        return false;
+    }
+    wisp_error err = {0};
+    size_t bytes = 0;
+    bool ok = !wisp_prompt_index_bytes((const char *)o->cfg.data, o->cfg.size, o->st.data, o->st.size, &bytes, &err) &&
+              (o->mem = aligned_alloc(8, (bytes + 7) / 8 * 8)) &&
+              !wisp_prompt_read((const char *)o->cfg.data, o->cfg.size, o->st.data, o->st.size, hp, o->mem, bytes, &o->a,
+                                &err);
+    if (!ok) {
+        if (!err.message[0]) wisp_fail(&err, WISP_ERR_CAPACITY, "out of memory");
+        cli_report(dir, &err);
+        free(o->mem);
+        cli_file_close(&o->cfg);
+        cli_file_close(&o->st);
+    }
+    return ok;
+}
+
+static void opened_close(opened *o) {
+    free(o->mem);
+    cli_file_close(&o->cfg);
+    cli_file_close(&o->st);
+}
+
+bool cli_prompt_read(const char *dir, const wisp_hparams *hp, float **rows, int32_t *n_virtual) {
+    opened o;
+    if (!opened_open(&o, dir, hp)) return false;
+    size_t n = (size_t)o.a.n_virtual * (size_t)o.a.dim;
+    *rows = malloc(sizeof(float) * n);
+    for (size_t i = 0; *rows && i < n; i++) (*rows)[i] = wisp_prompt_value(&o.a, i);
+    if (*rows) *n_virtual = o.a.n_virtual;
+    else fprintf(stderr, "wisp: out of memory\n");
+    opened_close(&o);
+    return *rows != NULL;
+}
+
+bool cli_prompt_copy(const char *dir, const wisp_hparams *hp, const char *base_model, const char *out) {
+    opened o;
+    if (!opened_open(&o, dir, hp)) return false;
+    if (base_model) o.a.base_model = base_model;
+    bool ok = cli_prompt_write(&o.a, out, false);
+    opened_close(&o);
+    return ok;
+}
+
+bool cli_prompt_prime(wisp_ctx *ctx, const float *rows, int32_t n_virtual) {
+    wisp_error err = {0};
+    if (wisp_eval_embeddings(ctx, rows, n_virtual, &err)) {
+        cli_report("prompt-tuning adapter", &err);
+        return false;
+    }
+    return true;
+}
