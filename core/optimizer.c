@@ -56,6 +56,8 @@ static double squared_norm(const wisp_train *tr, float factor) {
         double s = 0;
         for (size_t i = 0; i < na; i++) s += (double)(a[i] * factor) * (a[i] * factor);
         for (size_t i = 0; i < nb; i++) s += (double)(b[i] * factor) * (b[i] * factor);
+        if (p->magnitude) /* DoRA's magnitudes are trained too, so they count toward clipping (as in PEFT) */
+            for (int32_t i = 0; i < p->n_out; i++) s += (double)(p->magnitude[i] * factor) * (p->magnitude[i] * factor);
         total += s;
     }
     if (tr->n_virtual > 0) { /* prompt tuning: the prompt's rows, in order */

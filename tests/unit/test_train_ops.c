@@ -95,7 +95,8 @@ typedef struct step_result {
 static size_t adapter_size(const wisp_lora *l) {
     size_t n = 0;
     for (int32_t i = 0; i < l->n_pairs; i++)
-        n += (size_t)l->pairs[i].rank * ((size_t)l->pairs[i].n_in + (size_t)l->pairs[i].n_out);
+        n += (size_t)l->pairs[i].rank * ((size_t)l->pairs[i].n_in + (size_t)l->pairs[i].n_out) +
+             (l->pairs[i].magnitude ? (size_t)l->pairs[i].n_out : 0);
     return n;
 }
 
@@ -106,6 +107,7 @@ static void flatten(const wisp_lora *l, float *out) {
         memcpy(out, p->a, na * sizeof(float));
         memcpy(out + na, p->b, nb * sizeof(float));
         out += na + nb;
+        if (p->magnitude) memcpy(out, p->magnitude, (size_t)p->n_out * sizeof(float)), out += p->n_out;
     }
 }
 
@@ -207,6 +209,21 @@ static void check_optimizers(const char *path) {
     for (size_t i = 0; i < c.n; i++) moved += (double)(c.after[i] - c.before[i]) * (c.after[i] - c.before[i]);
     CHECK(c.info.clipped && c.info.grad_norm > 1e-3f, "the step was clipped (norm %g)", c.info.grad_norm);
     CHECK(fabs(sqrt(moved) - 0.01 * 1e-3) < 1e-7, "clipped update norm %.6g, want %.6g", sqrt(moved), 1e-5);
+    /* DoRA: the magnitudes are trained parameters, so the clipped norm covers them too */
+    cfg.train.dora = true;
+    step_result d;
+    REQUIRE(one_step(path, &cfg, 1, false, &d), "clipped DoRA step");
+    double moved_d = 0, norm_d = 0;
+    for (size_t i = 0; i < d.n; i++) {
+        moved_d += (double)(d.after[i] - d.before[i]) * (d.after[i] - d.before[i]);
+        norm_d += (double)d.grad[i] * d.grad[i];
+    }
+    CHECK(fabs(d.info.grad_norm - sqrt(norm_d)) < 1e-5 * sqrt(norm_d), "DoRA gradient norm %.8g, want %.8g over A, B and m",
+          d.info.grad_norm, sqrt(norm_d));
+    CHECK(d.info.clipped && fabs(sqrt(moved_d) - 0.01 * 1e-3) < 1e-7, "clipped DoRA update norm %.6g, want %.6g",
+          sqrt(moved_d), 1e-5);
+    cfg.train.dora = false;
+    free_result(&d);
 
     /* accumulating the same batch twice averages to the same gradient (up to the order of float sums) */
     cfg.train.clip_norm = 0;
