@@ -67,7 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                              1 + ((o >> 2) & 15) * 3,
                              splits[(o >> 6) & 3],
                              o,
-                             (o & 0x20) ? 16 : 0};
+                             (o & 0x20) ? 16 : 0,
+                             (o & 0x10) != 0};
     size_t n = size - 1;
     char *text = fuzz_exact(n);
     memcpy(text, data + 1, n);
