@@ -274,8 +274,8 @@ static bool count_window(wisp_train_data *d, const wisp_data_example *e) {
     if (e->n_prompt == PER_TOKEN_MASK) {
         for (size_t i = 1; i < n; i++) scored += !(d->mem.tokens[e->offset + i] & UNSCORED_BIT);
     } else {
-        /* packed, a record's first id is never a target (it would be predicted from the record before) */
-        size_t skip = d->opt.packing && e->n_prompt == 0 ? 1 : e->n_prompt;
+        /* a window's first id is never a target (packed: it would be predicted from the record before) */
+        size_t skip = e->n_prompt == 0 ? 1 : e->n_prompt;
         scored = n > skip ? n - skip : 0;
     }
     d->n_scored += (int64_t)scored;
