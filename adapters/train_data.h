@@ -39,7 +39,8 @@
  *
  * Packing (JSONL, opt.packing; trl's SFT `packing` in its classic, wrapped
  * form): the kept records are joined into one stream, each followed by EOS
- * unless it already ends with it (that separator is not scored: the record's
+ * (when the model has one) unless it already ends with it (that separator is
+ * not scored: the record's
  * own end, its response's EOS or its turn's end marker, is), and the stream is
  * cut into windows of seq_len + 1 ids that overlap by one id, so every stream
  * id after the first is a target exactly once. Each record keeps its own mask

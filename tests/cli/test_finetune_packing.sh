@@ -75,6 +75,8 @@ expect_fail "$WISP" finetune -m "$model" --data "$dir/train.jsonl" --format text
 # --chat-template: the same tokenizer in a GGUF without a template
 bare="$WORK/ftpack-bare.gguf" tokdir="$WORK/ftpack-baretok"
 mkdir -p "$tokdir"; ln -sf "$SHARED/models/tokenizers/smollm2/tokenizer.json" "$tokdir/tokenizer.json"
+# the same BOS/EOS as chat_model's, only no chat_template
+printf '%s' '{"bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "add_bos_token": false}' > "$tokdir/tokenizer_config.json"
 "$WISP" make-model --like smollm2-135m --type q8_0 --layers 1 -o "$bare" --tokenizer "$tokdir/tokenizer.json" >/dev/null 2>&1 ||
     fail "make-model without a template"
 "$WISP" info -m "$bare" 2>&1 | grep -q "tokenizer.chat_template" && fail "the bare model has a chat template"
