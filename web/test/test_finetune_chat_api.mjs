@@ -40,30 +40,32 @@ function wispFinetune(args) {
 const losses = [];
 let data = null;
 const a = await model.finetune(records, {
-  template: 'chatml', ctx: 64, batch: 4, steps: 25, lr: 0.02, schedule: 'constant', warmup: 0,
+  template: 'chatml', ctx: 128, batch: 4, steps: 25, lr: 0.02, schedule: 'constant', warmup: 0,
   onProgress: (p) => { losses.push(p.loss); data = p.data; },
 });
 checkEqual(losses.length, 25, 'one progress event per step');
 check(losses.every(Number.isFinite), 'finite losses');
 check(losses.at(-1) < losses[0] * 0.8, `the assistant loss falls: ${losses[0].toFixed(4)} -> ${losses.at(-1).toFixed(4)}`);
-const cli = wispFinetune(['--chat-template', 'chatml', '--ctx', '64']);
+const cli = wispFinetune(['--chat-template', 'chatml', '--ctx', '128']);
 checkEqual(JSON.stringify(a.info.data), JSON.stringify(cli), 'data report equals wisp finetune\'s (unpacked)');
 checkEqual(JSON.stringify(data), JSON.stringify(cli), 'progress events carry the same report');
 check(cli.scoredTokens > 0 && cli.records === 4 && cli.truncated === 0, `CLI report ${JSON.stringify(cli)}`);
+console.log(`unpacked: ${JSON.stringify(cli)}; loss ${losses[0].toFixed(4)} -> ${losses.at(-1).toFixed(4)}`);
 a.dispose();
 
 // packed into short windows: the same scored tokens, fewer tokens of padding, nothing cut
-const p = await model.finetune(records, { template: 'chatml', ctx: 24, batch: 2, steps: 2, packing: true });
-const cliPacked = wispFinetune(['--chat-template', 'chatml', '--ctx', '24', '--packing']);
+const p = await model.finetune(records, { template: 'chatml', ctx: 48, batch: 2, steps: 2, packing: true });
+const cliPacked = wispFinetune(['--chat-template', 'chatml', '--ctx', '48', '--packing']);
 checkEqual(JSON.stringify(p.info.data), JSON.stringify(cliPacked), 'data report equals wisp finetune\'s (packed)');
 checkEqual(p.info.data.scoredTokens, cli.scoredTokens, 'packing scores the same assistant tokens');
 check(p.info.data.windows > 1 && p.info.data.truncated === 0, `packed windows: ${JSON.stringify(p.info.data)}`);
+console.log(`packed: ${JSON.stringify(cliPacked)}`);
 p.dispose();
 
 // too short a window unpacked: cut records are counted, exactly as the CLI counts them
-const c = await model.finetune(records, { template: 'chatml', ctx: 16, batch: 1, steps: 1 }).catch((e) => e);
+const c = await model.finetune(records, { template: 'chatml', ctx: 80, batch: 1, steps: 1 }).catch((e) => e);
 let cliCut = null;
-try { cliCut = wispFinetune(['--chat-template', 'chatml', '--ctx', '16']); } catch (e) { cliCut = e; }
+try { cliCut = wispFinetune(['--chat-template', 'chatml', '--ctx', '80']); } catch (e) { cliCut = e; }
 if (c instanceof Error) {
   check(cliCut instanceof Error, `both refuse a window with nothing to score: ${c.message}`);
 } else {
@@ -75,7 +77,7 @@ if (c instanceof Error) {
 // a Jinja template given as text works like the built-in it spells out
 const jinja = "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>' + '\\n' }}{% endfor %}" +
   "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
-const j = await model.finetune(records, { template: jinja, ctx: 64, batch: 1, steps: 1 });
+const j = await model.finetune(records, { template: jinja, ctx: 128, batch: 1, steps: 1 });
 checkEqual(JSON.stringify(j.info.data), JSON.stringify(cli), 'a Jinja template\'s text: the same report');
 j.dispose();
 
@@ -89,7 +91,7 @@ await expectError(() => model.finetune(records, { template: 'chatml', packing: '
 
 // the same through a worker
 const w = await wisp.loadModel(modelPath, { ctx: 128, worker: true });
-const wa = await w.finetune(records, { template: 'chatml', ctx: 24, batch: 2, steps: 1, packing: true });
+const wa = await w.finetune(records, { template: 'chatml', ctx: 48, batch: 2, steps: 1, packing: true });
 checkEqual(JSON.stringify(wa.info.data), JSON.stringify(cliPacked), 'worker: the same packed report');
 await w.dispose();
 model.dispose();
