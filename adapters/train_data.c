@@ -152,10 +152,14 @@ static wisp_status plan(const wisp_tokenizer *tok, const char *bytes, size_t n, 
             if (c.total > info->text_bytes) info->text_bytes = c.total;
             text = c.render_cap;
         }
-        info->max_tokens += token_bound(text, limit) + 4;
+        info->max_tokens += token_bound(text, limit) + 4 + opt->packing; /* packing: and a separating EOS */
         info->n_records++;
     }
     info->max_examples = info->n_records;
+    if (opt->packing) { /* windows of seq_len targets over all the ids */
+        size_t windows = info->max_tokens / (size_t)opt->seq_len + 2;
+        if (windows > info->max_examples) info->max_examples = windows;
+    }
     return WISP_OK;
 }
 
@@ -264,12 +268,15 @@ static bool alpaca_prompt(const wisp_json *j, char *t, size_t cap, size_t *plen)
 
 /* Counts a JSONL record's truncation and scored targets; false when nothing is left to score. */
 static bool count_window(wisp_train_data *d, const wisp_data_example *e) {
-    size_t width = (size_t)d->opt.seq_len + 1, n = e->len < width ? e->len : width, scored = 0;
+    /* packed records are never cut: they continue in the next window */
+    size_t width = d->opt.packing ? e->len : (size_t)d->opt.seq_len + 1, n = e->len < width ? e->len : width, scored = 0;
     if (e->len > width) d->n_truncated++;
     if (e->n_prompt == PER_TOKEN_MASK) {
         for (size_t i = 1; i < n; i++) scored += !(d->mem.tokens[e->offset + i] & UNSCORED_BIT);
     } else {
-        scored = n > e->n_prompt ? n - e->n_prompt : 0;
+        /* a window's first id is never a target (packed: it would be predicted from the record before) */
+        size_t skip = e->n_prompt == 0 ? 1 : e->n_prompt;
+        scored = n > skip ? n - skip : 0;
     }
     d->n_scored += (int64_t)scored;
     if (scored == 0) d->n_unscored++;
@@ -362,6 +369,11 @@ static wisp_status build_chat_record(builder *b, const wisp_json *j, size_t n_li
     if (!s) s = tokenize_chat_range(b, full, at, full_len, spans, n_spans, piece_spans, true, err);
     if (s) return wisp_error_prefix(err, "line %zu", line_no);
     if (d->n_tokens > first) d->mem.tokens[first] |= UNSCORED_BIT; /* nothing predicts the first id */
+    /* packed: EOS between this record and the next, unless the template ended it with EOS (not scored: the
+     * turn's own end marker is) */
+    if (d->opt.packing && d->eos >= 0 && d->n_tokens > first && (d->mem.tokens[d->n_tokens - 1] & ~UNSCORED_BIT) != d->eos &&
+        (s = push(d, d->eos | UNSCORED_BIT, err)))
+        return s;
     if ((s = add_example(d, first, d->n_tokens - first, PER_TOKEN_MASK, false, err))) return s;
     if (!count_window(d, &d->mem.examples[d->n_examples - 1])) { /* cut away entirely: dropped, and counted */
         d->n_examples--;
@@ -416,6 +428,34 @@ static wisp_status build_jsonl(builder *b, const char *bytes, size_t n, wisp_err
     return WISP_OK;
 }
 
+/* Packing (train_data.h): the kept records, back to back in the token array,
+ * become one stream with a mask per id; then the examples are rewritten as
+ * windows over it. */
+static wisp_status pack_records(wisp_train_data *d, wisp_error *err) {
+    if (wisp_tokenizer_n_vocab(d->tok) >= UNSCORED_BIT) return wisp_fail(err, WISP_ERR_UNSUPPORTED, "packing: vocabulary too large");
+    int32_t n_records = d->n_examples;
+    if (n_records > 0) {
+        const wisp_data_example *last = &d->mem.examples[n_records - 1];
+        if (d->mem.examples[0].offset != 0 || (size_t)last->offset + last->len != d->n_tokens)
+            return wisp_fail(err, WISP_ERR_INTERNAL, "packing: the records are not back to back");
+    }
+    for (int32_t r = 0; r < n_records; r++) {
+        const wisp_data_example *e = &d->mem.examples[r];
+        int32_t *ids = d->mem.tokens + e->offset;
+        if (e->n_prompt != PER_TOKEN_MASK)
+            for (uint32_t i = 0; i < e->n_prompt && i < e->len; i++) ids[i] |= UNSCORED_BIT;
+        if (e->len > 0) ids[0] |= UNSCORED_BIT; /* no target is predicted from the record before */
+    }
+    d->n_scored = 0;
+    for (size_t i = 0; i < d->n_tokens; i++) d->n_scored += !(d->mem.tokens[i] & UNSCORED_BIT);
+    d->n_records = n_records;
+    d->n_examples = 0;
+    size_t S = (size_t)d->opt.seq_len, N = d->n_tokens;
+    wisp_status s = WISP_OK;
+    for (size_t at = 0; at + 1 < N && !s; at += S) s = add_example(d, at, N - at < S + 1 ? N - at : S + 1, PER_TOKEN_MASK, false, err);
+    return s;
+}
+
 static wisp_status build(wisp_train_data *d, const wisp_tokenizer *tok, const char *bytes, size_t n,
                          const wisp_data_options *opt, const wisp_data_memory *mem, const wisp_data_chat *chat,
                          wisp_error *err) {
@@ -429,10 +469,14 @@ static wisp_status build(wisp_train_data *d, const wisp_tokenizer *tok, const ch
     d->pad = d->eos >= 0 ? d->eos : 0;
     d->order_epoch = -1;
     if (opt->seq_len < 1) return wisp_fail(err, WISP_ERR_ARG, "training data: seq_len must be positive");
+    if (opt->packing && opt->format != WISP_DATA_JSONL)
+        return wisp_fail(err, WISP_ERR_ARG, "packing is for JSONL records (plain text is always packed into full windows)");
     builder b = {d, *tok};
     b.cont.add_space_prefix = false;
     wisp_status s = opt->format == WISP_DATA_TEXT ? build_text(&b, bytes, n, err) : build_jsonl(&b, bytes, n, err);
+    if (!s && opt->packing) s = pack_records(d, err);
     if (s) return s;
+    if (!opt->packing) d->n_records = d->n_examples;
     if (d->n_examples == 0 && d->n_unscored > 0)
         return wisp_fail(err, WISP_ERR_ARG, "all %d records were cut to %d tokens before anything to score (raise the "
                          "sequence length)", d->n_unscored, opt->seq_len + 1);

@@ -37,6 +37,20 @@
  * (n_unscored) is dropped for conversations; prompt/completion records keep
  * their window (it scores nothing) but are counted the same way.
  *
+ * Packing (JSONL, opt.packing; trl's SFT `packing` in its classic, wrapped
+ * form): the kept records are joined into one stream, each followed by EOS
+ * (when the model has one) unless it already ends with it (that separator is
+ * not scored: the record's
+ * own end, its response's EOS or its turn's end marker, is), and the stream is
+ * cut into windows of seq_len + 1 ids that overlap by one id, so every stream
+ * id after the first is a target exactly once. Each record keeps its own mask
+ * (a conversation's assistant turns only), so no scored target belongs to
+ * another record than the one it is predicted in, and the first id of every
+ * record is unscored. Attention DOES cross record boundaries inside a window
+ * (positions are not reset), as in trl's default packing, and a record that
+ * does not fit the rest of a window continues in the next one: nothing is
+ * truncated (n_truncated stays 0). The last window is padded.
+ *
  * Long texts are tokenized in pieces that end after a run of newlines (so
  * no token spans a cut), without SentencePiece's leading space on pieces
  * that continue a text.
@@ -70,6 +84,7 @@ typedef struct wisp_data_options {
     float val_split;       /* fraction held out, in [0, 1) */
     uint64_t seed;
     size_t piece_bytes;    /* longest text tokenized at once; 0: 4096 */
+    bool packing;          /* JSONL: records packed into shared windows (see Packing above) */
 } wisp_data_options;
 
 /* How much caller memory the data needs (exact for the arrays it indexes,
@@ -118,6 +133,7 @@ typedef struct wisp_train_data {
     int32_t n_truncated;  /* JSONL records cut to seq_len + 1 ids */
     int32_t n_unscored;   /* of them, left with nothing to score */
     int64_t n_scored;     /* scored targets over all examples (within their windows) */
+    int32_t n_records;    /* JSONL records kept (with packing, n_examples counts windows) */
 } wisp_train_data;
 
 /* What conversations are rendered with. */

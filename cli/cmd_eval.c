@@ -47,7 +47,7 @@ int cmd_eval(int argc, char **argv) {
     int n_pos;
     int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
     if (rc) return rc == 1 ? CLI_OK : CLI_USAGE;
-    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_FILE, seq, 0, 0, 0};
+    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_FILE, seq, 0, 0, 0, false};
     if (!mo.model || !path || seq < 1 || max_windows < 0 || !cli_data_format(format, path, &o.format) ||
         !cli_data_docs(docs, &o.docs)) {
         fprintf(stderr, "wisp eval: needs -m BASE and -f FILE, --ctx >= 1, --format auto|text|jsonl, --docs file|blank\n"

@@ -410,9 +410,15 @@ static bool resume_args_ok(int argc, char **argv) {
 
 static bool setup_data(run *r) {
     const wisp_tokenizer *tok = wisp_ctx_tokenizer(r->s.ctx);
-    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_FILE, r->set.ctx, r->set.val ? 0.0f : r->set.val_split, r->set.seed, 0};
+    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_FILE, r->set.ctx, r->set.val ? 0.0f : r->set.val_split, r->set.seed, 0,
+                           r->set.packing};
     if (!cli_data_format(r->set.format, r->set.data, &o.format) || !cli_data_docs(r->set.docs, &o.docs)) {
         fprintf(stderr, "wisp finetune: --format must be auto, text or jsonl and --docs file or blank\n");
+        return false;
+    }
+    if ((r->set.packing || r->set.chat_template) && (r->dpo || o.format != WISP_DATA_JSONL)) {
+        fprintf(stderr, "wisp finetune: --packing and --chat-template are for JSONL records (plain text is always packed; "
+                        "--method dpo trains on pairs)\n");
         return false;
     }
     if (r->dpo) { /* pairs: two lockstep pipelines per file */
@@ -425,11 +431,14 @@ static bool setup_data(run *r) {
         }
         return ok;
     }
-    /* JSONL conversations are rendered with the model's chat template (cli/chat_template.h) */
+    /* JSONL conversations are rendered with --chat-template, else the model's chat template (cli/chat_template.h);
+     * a chosen template that cannot be used stops the run */
     cli_chat_template ct;
     wisp_str has;
-    bool chat = o.format == WISP_DATA_JSONL && wisp_gguf_get_str(&r->s.gguf, "tokenizer.chat_template", &has) &&
-                cli_chat_template_open(&ct, &r->s.gguf, NULL, NULL, NULL, NULL);
+    bool chosen = r->set.chat_template != NULL;
+    if (chosen && !cli_chat_template_open(&ct, &r->s.gguf, NULL, r->set.chat_template, NULL, NULL)) return false;
+    bool chat = chosen || (o.format == WISP_DATA_JSONL && wisp_gguf_get_str(&r->s.gguf, "tokenizer.chat_template", &has) &&
+                           cli_chat_template_open(&ct, &r->s.gguf, NULL, NULL, NULL, NULL));
     wisp_data_chat dc = {chat ? ct.tpl : NULL, chat ? ct.bos : NULL, chat ? ct.eos : NULL, chat ? ct.year : 0,
                          chat ? ct.month : 0, chat ? ct.day : 0};
     bool ok = cli_data_load_chat(&r->train, r->set.data, tok, &o, chat ? &dc : NULL);
@@ -511,6 +520,11 @@ int cmd_finetune(int argc, char **argv) {
         {"val-split", 0, OPT_FLOAT, &set->val_split, "F", "fraction of --data held out for validation (the last part)"},
         {"format", 0, OPT_STR, &set->format, "auto|text|jsonl", "data format; auto: JSONL for .jsonl/.json files"},
         {"docs", 0, OPT_STR, &set->docs, "file|blank", "plain-text documents: the whole file, or blank-line paragraphs"},
+        {"packing", 0, OPT_FLAG, &set->packing, NULL,
+         "JSONL: pack records, EOS between them, into shared --ctx windows (attention crosses records, as trl's packing)"},
+        {"chat-template", 0, OPT_STR, &set->chat_template, "NAME|FILE",
+         "template for {\"messages\"} records: chatml, llama3, gemma, phi3, phi4, zephyr, mistral or a Jinja file "
+         "(default: the model's)"},
         {"output", 'o', OPT_STR, &r.out, "OUTDIR", "folder for the adapter, config.json, log.csv, loss.svg, checkpoints"},
         {"method", 0, OPT_STR, &set->method, "lora|rslora|dora|prompt|dpo",
          "lora; rslora (alpha / sqrt(rank)); dora (a trained magnitude per output row, PEFT use_dora); prompt: learned "
@@ -559,7 +573,12 @@ int cmd_finetune(int argc, char **argv) {
         "Train a LoRA adapter on a frozen base model (quantized bases included: QLoRA) inside one planned arena.",
         "Data: plain text is packed into windows of --ctx tokens led by BOS, with EOS after each document\n"
         "(--docs); JSONL records {\"prompt\",\"completion\"} or {\"instruction\",\"input\",\"output\"} (Alpaca template)\n"
-        "are one window each, scored on the response only. The loss is the mean cross-entropy of next tokens.\n"
+        "are one window each, scored on the response only; conversations {\"messages\": [{\"role\",\"content\"},...]}\n"
+        "are rendered with the model's chat template (or --chat-template) and scored on assistant turns only.\n"
+        "Records longer than the window are cut (counted on stderr). --packing instead joins records into one\n"
+        "stream (EOS after each, unscored) cut into full windows: nothing is cut, each record keeps its own mask,\n"
+        "attention sees earlier records of the same window (positions are not reset). The loss is the mean\n"
+        "cross-entropy of next tokens.\n"
         "--method dpo: JSONL pairs {\"prompt\",\"chosen\",\"rejected\"}; --batch counts pairs; the loss is trl's DPO\n"
         "loss against the base model without the adapter (the reference), logged with trl's rewards/* columns.\n"
         "OUTDIR receives adapter.gguf (llama.cpp GGUF LoRA), peft/ (Hugging Face PEFT), config.json (every\n"

@@ -44,6 +44,7 @@ static const setting table[] = {
     NEW("label_smoothing", K_FLOAT, label_smoothing), NEW("loss_type", K_STR, loss_type),
     NEW("loss_scale_hysteresis", K_INT, loss_scale_hysteresis), NEW("min_loss_scale", K_FLOAT, min_loss_scale),
     NEW("num_virtual_tokens", K_INT, num_virtual_tokens), NEW("prompt_init_text", K_STR, prompt_init_text),
+    NEW("packing", K_BOOL, packing),    NEW("chat_template", K_STR, chat_template),
 };
 #undef F
 #undef NEW

@@ -24,6 +24,8 @@ typedef struct ft_settings {
     int64_t steps;
     uint64_t seed;
     bool rslora, checkpointing;
+    bool packing;              /* JSONL records packed into shared windows (adapters/train_data.h) */
+    const char *chat_template; /* --chat-template NAME|FILE for conversations; NULL: the model's */
     char *owned; /* the block ft_settings_read unescaped its strings into; NULL otherwise */
 } ft_settings;
 

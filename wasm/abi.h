@@ -57,6 +57,11 @@ typedef struct ww_adapter {
 void *ww_alloc(size_t n);
 void ww_free(void *p);
 
+/* A chat template choice -> its source: spec[0..spec_len) is "" (the model's
+ * tokenizer.chat_template), a built-in format's name, or a template's text.
+ * False with m->err filled when the name is unknown or the model has none. */
+bool ww_template_source(ww_model *m, const char *spec, uint32_t spec_len, wisp_str *src);
+
 /* Forget the KV cache (after anything that changes what the model computes). */
 void ww_reset(ww_model *m);
 

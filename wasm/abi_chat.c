@@ -24,6 +24,26 @@ static char *token_text(ww_model *m, int32_t id) {
     return c;
 }
 
+bool ww_template_source(ww_model *m, const char *spec, uint32_t spec_len, wisp_str *src) {
+    char name[32];
+    if (spec_len == 0) {
+        if (wisp_gguf_get_str(&m->gguf, "tokenizer.chat_template", src)) return true;
+        wisp_fail(&m->err, WISP_ERR_NOT_FOUND, "the model has no tokenizer.chat_template; pass a template (a built-in "
+                  "name: chatml, llama3, gemma, phi3, phi4, zephyr, mistral, or a Jinja template)");
+        return false;
+    }
+    if (spec_len < sizeof name && !memchr(spec, '{', spec_len)) {
+        memcpy(name, spec, spec_len);
+        name[spec_len] = 0;
+        const wisp_chat_format *f = wisp_chat_format_find(name);
+        if (!f) return wisp_fail(&m->err, WISP_ERR_NOT_FOUND, "no built-in chat format '%s'", name), false;
+        src->ptr = f->template, src->len = strlen(f->template);
+        return true;
+    }
+    src->ptr = spec, src->len = spec_len;
+    return true;
+}
+
 /* json[0..json_len): the messages; spec[0..spec_len): "" (the model's
  * template), a built-in format's name, or a template's source. ymd: the date
  * strftime_now gives, as YYYYMMDD. Returns the text's length (tokenize 0; the
@@ -33,24 +53,10 @@ API int32_t ww_chat(ww_model *m, const char *json, uint32_t json_len, const char
     free(chat_text);
     chat_text = NULL;
     wisp_error *err = &m->err;
-    const char *src = NULL;
-    size_t src_len = 0;
-    char name[32];
-    if (spec_len == 0) {
-        wisp_str s;
-        if (!wisp_gguf_get_str(&m->gguf, "tokenizer.chat_template", &s))
-            return wisp_fail(err, WISP_ERR_NOT_FOUND, "the model has no tokenizer.chat_template; pass a template (a built-in "
-                             "name: chatml, llama3, gemma, phi3, phi4, zephyr, mistral, or a Jinja template)"), -1;
-        src = s.ptr, src_len = s.len;
-    } else if (spec_len < sizeof name && !memchr(spec, '{', spec_len)) {
-        memcpy(name, spec, spec_len);
-        name[spec_len] = 0;
-        const wisp_chat_format *f = wisp_chat_format_find(name);
-        if (!f) return wisp_fail(err, WISP_ERR_NOT_FOUND, "no built-in chat format '%s'", name), -1;
-        src = f->template, src_len = strlen(f->template);
-    } else {
-        src = spec, src_len = spec_len;
-    }
+    wisp_str chosen;
+    if (!ww_template_source(m, spec, spec_len, &chosen)) return -1;
+    const char *src = chosen.ptr;
+    size_t src_len = chosen.len;
     /* everything this call needs, freed at the end */
     wisp_json j;
     size_t need = 0, bytes = 0, n_msgs = 0, len = 0, n_spans = 0, n_ids = 0;

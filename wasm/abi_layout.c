@@ -19,7 +19,7 @@
 #define API
 #endif
 
-enum { R_CONFIG, R_PLAN, R_TRAIN, R_TRAIN_STEP, R_STRINGS, R_COUNT };
+enum { R_CONFIG, R_PLAN, R_TRAIN, R_TRAIN_STEP, R_TRAIN_DATA, R_STRINGS, R_COUNT };
 
 static const struct {
     const char *name;
@@ -29,6 +29,7 @@ static const struct {
     [R_PLAN] = {"plan", (int32_t)sizeof(ww_plan_figures)},
     [R_TRAIN] = {"train", (int32_t)sizeof(ww_train_in)},
     [R_TRAIN_STEP] = {"train_step", (int32_t)sizeof(ww_train_step_out)},
+    [R_TRAIN_DATA] = {"train_data", (int32_t)sizeof(ww_train_data_out)},
     [R_STRINGS] = {"strings", (int32_t)sizeof(ww_strings)},
 };
 
@@ -50,6 +51,7 @@ typedef struct field {
 #define TRAIN_U(m) FIELD(R_TRAIN, ww_train_in, m, uint32_t, "u32")
 #define TRAIN_F(m) FIELD(R_TRAIN, ww_train_in, m, float, "f32")
 #define STEP(m) FIELD(R_TRAIN_STEP, ww_train_step_out, m, double, "f64")
+#define DATA(m) FIELD(R_TRAIN_DATA, ww_train_data_out, m, double, "f64")
 #define STRING(m) FIELD(R_STRINGS, ww_strings, m, char, "char")
 
 static const field fields[] = {
@@ -62,9 +64,11 @@ static const field fields[] = {
 
     TRAIN_I(seq_len), TRAIN_I(micro_batch), TRAIN_I(rank), TRAIN_I(steps), TRAIN_U(seed_lo), TRAIN_U(seed_hi),
     TRAIN_I(schedule), TRAIN_I(warmup), TRAIN_I(jsonl), TRAIN_I(blank_line_docs), TRAIN_I(threads), TRAIN_F(alpha),
-    TRAIN_F(lr), TRAIN_F(clip),
+    TRAIN_F(lr), TRAIN_F(clip), TRAIN_I(packing),
 
     STEP(loss), STEP(scored), STEP(lr), STEP(grad_norm), STEP(step), STEP(epoch),
+
+    DATA(records), DATA(windows), DATA(truncated), DATA(unscored), DATA(scored),
 
     STRING(key), STRING(second_key), STRING(meta),
 };

@@ -42,12 +42,19 @@ typedef struct ww_train_in {
     int32_t blank_line_docs; /* 1: documents end at blank lines, 0: one per file */
     int32_t threads;
     float alpha, lr, clip;
+    int32_t packing;        /* 1: JSONL records packed into shared windows (adapters/train_data.h) */
 } ww_train_in;
 
 /* What one optimizer step reports (ww_train_step). */
 typedef struct ww_train_step_out {
     double loss, scored, lr, grad_norm, step, epoch;
 } ww_train_step_out;
+
+/* What the training data became (ww_train_data_report): the same counts
+ * `wisp finetune` prints. */
+typedef struct ww_train_data_out {
+    double records, windows, truncated, unscored, scored;
+} ww_train_data_out;
 
 /* Short NUL-terminated strings JS passes (metadata keys, kernel names,
  * adapter names) and metadata text read back (ww_meta_str). */

@@ -139,26 +139,39 @@ static wisp_status build_data_in(ww_train *t, const wisp_tokenizer *tok, const c
                 : wisp_data_build(&t->data, tok, bytes, n, o, mem, err);
 }
 
-/* The model's chat template, for JSONL conversations ({"messages"}), in one
- * block with its BOS/EOS texts after the template's planned memory; NULL when
- * the model has none (conversations are then refused by name). The caller
- * frees the block. The date is fixed: the data must not change with the day. */
-static void *chat_template_of(const wisp_gguf *g, const wisp_tokenizer *tok, wisp_data_chat *chat) {
+/* The chat template for JSONL conversations ({"messages"}): the one `spec`
+ * chooses (see ww_template_source), else the model's. In one block *mem with
+ * its BOS/EOS texts after the template's planned memory; *mem NULL when no
+ * spec is given and the model has no usable template (conversations are then
+ * refused by name). A chosen template that cannot be used is an error. The
+ * caller frees the block. The date is fixed: the data must not change with
+ * the day. */
+static wisp_status chat_template_of(ww_model *m, const wisp_tokenizer *tok, const char *spec, uint32_t spec_len,
+                                    wisp_data_chat *chat, void **block, wisp_error *err) {
     wisp_str src;
     size_t bytes = 0;
-    wisp_error err = {0};
+    wisp_error own = {0};
     memset(chat, 0, sizeof *chat);
-    if (!wisp_gguf_get_str(g, "tokenizer.chat_template", &src) || wisp_template_plan(src.ptr, src.len, NULL, &bytes, &err))
-        return NULL;
+    *block = NULL;
+    if (spec_len == 0) { /* the model's, if it has one that works */
+        if (!wisp_gguf_get_str(&m->gguf, "tokenizer.chat_template", &src) || wisp_template_plan(src.ptr, src.len, NULL, &bytes, &own))
+            return WISP_OK;
+    } else {
+        if (!ww_template_source(m, spec, spec_len, &src)) return m->err.status ? m->err.status : WISP_ERR_ARG;
+        wisp_status s = wisp_template_plan(src.ptr, src.len, NULL, &bytes, err);
+        if (s) return wisp_error_prefix(err, "chat template");
+    }
     int32_t ids[2] = {wisp_tokenizer_bos(tok), wisp_tokenizer_eos(tok)};
     wisp_str texts[2] = {{"", 0}, {"", 0}};
     for (int k = 0; k < 2; k++)
         if (ids[k] >= 0) texts[k] = wisp_token_text(tok, ids[k]);
     char *mem = ww_alloc(bytes + texts[0].len + texts[1].len + 2);
-    if (!mem || wisp_template_init(&chat->tpl, mem, bytes, src.ptr, src.len, NULL, &err)) {
+    wisp_status s = mem ? wisp_template_init(&chat->tpl, mem, bytes, src.ptr, src.len, NULL, err)
+                        : wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for the chat template");
+    if (s) {
         ww_free(mem);
         chat->tpl = NULL;
-        return NULL;
+        return spec_len ? s : WISP_OK;
     }
     char *at = mem + bytes;
     for (int k = 0; k < 2; k++) {
@@ -170,21 +183,25 @@ static void *chat_template_of(const wisp_gguf *g, const wisp_tokenizer *tok, wis
         at += texts[k].len + 1;
     }
     chat->year = 2024, chat->month = 7, chat->day = 26;
-    return mem;
+    *block = mem;
+    return WISP_OK;
 }
 
 /* Tokenize and index the training data (plain text or JSONL, see
  * train_data.h) into arrays sized by its plan. */
-static wisp_status build_data(ww_train *t, const wisp_gguf *g, const char *bytes, size_t n, const ww_train_in *ti,
-                              wisp_error *err) {
+static wisp_status build_data(ww_train *t, const char *bytes, size_t n, const ww_train_in *ti, const char *spec,
+                              uint32_t spec_len, wisp_error *err) {
     const wisp_tokenizer *tok = wisp_ctx_tokenizer(t->ctx);
     wisp_data_options o = {ti->jsonl ? WISP_DATA_JSONL : WISP_DATA_TEXT, ti->blank_line_docs ? WISP_DOCS_BLANK_LINE : WISP_DOCS_FILE,
-                           t->S, 0.0f, t->plan.cfg.train.seed, 0};
+                           t->S, 0.0f, t->plan.cfg.train.seed, 0, ti->packing != 0};
     wisp_data_chat chat;
-    void *chat_mem = o.format == WISP_DATA_JSONL ? chat_template_of(g, tok, &chat) : NULL;
+    void *chat_mem = NULL;
+    if (spec_len && o.format != WISP_DATA_JSONL)
+        return wisp_fail(err, WISP_ERR_ARG, "a chat template is for conversation records (JSONL), not plain text");
+    wisp_status s = o.format == WISP_DATA_JSONL ? chat_template_of(t->m, tok, spec, spec_len, &chat, &chat_mem, err) : WISP_OK;
+    if (s) return s;
     wisp_data_plan_info info;
-    wisp_status s = chat_mem ? wisp_data_plan_chat(tok, bytes, n, &o, &chat, &info, err)
-                             : wisp_data_plan(tok, bytes, n, &o, &info, err);
+    s = chat_mem ? wisp_data_plan_chat(tok, bytes, n, &o, &chat, &info, err) : wisp_data_plan(tok, bytes, n, &o, &info, err);
     if (!s) s = build_data_in(t, tok, bytes, n, &o, &info, chat_mem ? &chat : NULL, err);
     ww_free(chat_mem);
     t->data.chat = NULL; /* the template was needed to build only */
@@ -192,9 +209,12 @@ static wisp_status build_data(ww_train *t, const wisp_gguf *g, const char *bytes
 }
 
 /* Start a session on the training data in `bytes` (from ww_alloc; ownership
- * passes, even on failure: they are freed once tokenized). This is where
- * wasm memory grows for fine-tuning. */
-API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, uint32_t n) {
+ * passes, even on failure: they are freed once tokenized). Conversations are
+ * rendered with the template spec[0..spec_len) chooses (see
+ * ww_template_source; "": the model's), which is needed during the call only.
+ * This is where wasm memory grows for fine-tuning. */
+API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, uint32_t n, const char *spec,
+                             uint32_t spec_len) {
     ww_train *t = calloc(1, sizeof *t);
     if (!t) {
         free(bytes);
@@ -216,7 +236,7 @@ API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, ui
         goto fail;
     }
     if (wisp_init(&t->ctx, &m->gguf, &c, t->arena, t->plan.total, &m->err)) goto fail;
-    if (build_data(t, &m->gguf, bytes, n, ti, &m->err)) goto fail;
+    if (build_data(t, bytes, n, ti, spec, spec_len, &m->err)) goto fail;
     free(bytes);
     bytes = NULL;
     if (!(t->out = result_adapter(m, wisp_train_lora(t->ctx)))) goto fail;
@@ -230,6 +250,16 @@ fail:
 
 /* Training windows (or JSONL records) in the data. */
 API int32_t ww_train_examples(ww_train *t) { return wisp_data_count(&t->data, WISP_SPLIT_TRAIN); }
+
+/* What the data became: records kept, windows, records cut to the window,
+ * records left with nothing to score, scored targets. */
+API void ww_train_data_report(ww_train *t, ww_train_data_out *out) {
+    out->records = t->data.n_records;
+    out->windows = t->data.n_examples;
+    out->truncated = t->data.n_truncated;
+    out->unscored = t->data.n_unscored;
+    out->scored = (double)t->data.n_scored;
+}
 
 /* One optimizer step over the next micro_batch examples; what it did into *out. */
 API int32_t ww_train_step(ww_train *t, ww_train_step_out *out) {

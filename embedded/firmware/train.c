@@ -123,7 +123,7 @@ static void *take(pool *p, size_t bytes) {
 static wisp_status setup_data(wisp_train_data *d, const wisp_tokenizer *tok, wisp_error *err) {
     const char *text = wisp_text_start;
     size_t n = (size_t)(wisp_text_end - wisp_text_start);
-    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_FILE, WISP_PLAN_TRAIN_SEQ_LEN, 0.0f, FW_TRAIN_SEED, FW_PIECE_BYTES};
+    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_FILE, WISP_PLAN_TRAIN_SEQ_LEN, 0.0f, FW_TRAIN_SEED, FW_PIECE_BYTES, false};
     wisp_data_plan_info info;
     wisp_status st = wisp_data_plan(tok, text, n, &o, &info, err);
     if (st) return st;

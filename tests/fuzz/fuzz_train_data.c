@@ -1,7 +1,8 @@
 /* libFuzzer harness: arbitrary bytes as LoRA training data, plain text or
  * JSONL. The first byte picks the options (format, document splitting,
- * window length, validation split, seed); the rest is the file. Plan, build
- * the index in exactly the planned memory, then draw batches across epochs,
+ * window length, validation split, seed, packing of JSONL records); the rest
+ * is the file. Plan, build the index in exactly the planned memory, then draw
+ * batches across epochs,
  * read every validation example, and move the cursor back and forth. Every
  * id handed out must be inside the vocabulary. The tokenizer is a real
  * vocabulary GGUF named by WISP_FUZZ_VOCAB. JSONL also takes conversations
@@ -67,7 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                              1 + ((o >> 2) & 15) * 3,
                              splits[(o >> 6) & 3],
                              o,
-                             (o & 0x20) ? 16 : 0};
+                             (o & 0x20) ? 16 : 0,
+                             (o & 0x10) != 0};
     size_t n = size - 1;
     char *text = fuzz_exact(n);
     memcpy(text, data + 1, n);

@@ -81,7 +81,7 @@ static void check_named_fields(void) {
 }
 
 int main(void) {
-    CHECK(ww_record_count() == 5, "5 records (config, plan, train, train_step, strings), got %d", ww_record_count());
+    CHECK(ww_record_count() == 6, "6 records (config, plan, train, train_step, train_data, strings), got %d", ww_record_count());
     for (int32_t r = 0; r < ww_record_count(); r++) check_record(r);
     check_named_fields();
     /* out of range */

@@ -20,7 +20,7 @@ typedef struct env {
 
 static wisp_status build(env *e, const wisp_tokenizer *tok, const char *text, int32_t seq_len, const wisp_data_chat *chat,
                          wisp_error *err) {
-    wisp_data_options o = {WISP_DATA_JSONL, WISP_DOCS_FILE, seq_len, 0, 1, 0};
+    wisp_data_options o = {WISP_DATA_JSONL, WISP_DOCS_FILE, seq_len, 0, 1, 0, false};
     wisp_data_plan_info info;
     memset(e, 0, sizeof *e);
     wisp_status s = wisp_data_plan_chat(tok, text, strlen(text), &o, chat, &info, err);
@@ -145,7 +145,7 @@ int main(void) {
     s = build(&e, &v.tok, data, 256, &reversed, &err);
     CHECK(s == WISP_ERR_UNSUPPORTED && strstr(err.message, "assistant-only loss"), "reversed template: %s", err.message);
     release(&e);
-    wisp_data_options o = {WISP_DATA_JSONL, WISP_DOCS_FILE, 64, 0, 1, 0};
+    wisp_data_options o = {WISP_DATA_JSONL, WISP_DOCS_FILE, 64, 0, 1, 0, false};
     wisp_data_plan_info info;
     CHECK(wisp_data_plan_chat(&v.tok, data, strlen(data), &o, NULL, &info, &err) == WISP_ERR_ARG, "no template");
     free(rmem);

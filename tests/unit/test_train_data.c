@@ -52,7 +52,7 @@ static const char STORY[] =
 
 static void check_text(const wisp_tokenizer *tok) {
     int32_t bos = wisp_tokenizer_bos(tok), eos = wisp_tokenizer_eos(tok);
-    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_BLANK_LINE, 8, 0, 1, 0};
+    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_BLANK_LINE, 8, 0, 1, 0, false};
     data_env e;
     wisp_error err = {0};
     REQUIRE(build(&e, tok, STORY, &o, &err), "build: %s", err.message);
@@ -107,7 +107,7 @@ static void check_jsonl(const wisp_tokenizer *tok) {
                         "\n"
                         "{\"instruction\": \"Name a color.\", \"input\": \"\", \"output\": \"Blue\"}\n"
                         "{\"instruction\": \"Add.\", \"input\": \"2 and 3\", \"output\": \"5\"}\n";
-    wisp_data_options o = {WISP_DATA_JSONL, WISP_DOCS_FILE, 200, 0, 1, 0};
+    wisp_data_options o = {WISP_DATA_JSONL, WISP_DOCS_FILE, 200, 0, 1, 0, false};
     data_env e;
     wisp_error err = {0};
     REQUIRE(build(&e, tok, jsonl, &o, &err), "build: %s", err.message);
@@ -154,7 +154,7 @@ static void check_order(const wisp_tokenizer *tok) {
     char text[4000];
     size_t len = 0;
     for (int i = 0; i < 60; i++) len += (size_t)snprintf(text + len, sizeof text - len, "Story number %d was about a cat.\n", i);
-    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_FILE, 16, 0.2f, 42, 0};
+    wisp_data_options o = {WISP_DATA_TEXT, WISP_DOCS_FILE, 16, 0.2f, 42, 0, false};
     data_env e;
     wisp_error err = {0};
     REQUIRE(build(&e, tok, text, &o, &err), "build: %s", err.message);

@@ -254,6 +254,10 @@ zone.addEventListener('drop', async (ev) => {
   if (f) $('train-text').value = await f.text();
   else $('train-text').value = ev.dataTransfer.getData('text/plain');
 });
+$('train-file').addEventListener('change', async () => { // a text or a conversations (.jsonl) file
+  const f = $('train-file').files[0];
+  if (f) $('train-text').value = await f.text();
+});
 
 // ---- loss chart ----
 
@@ -323,8 +327,10 @@ $('ft-start').addEventListener('click', async () => {
     // JSONL (a record per line: prompt/completion, instruction/output, or conversations {"messages": [...]},
     // rendered with the model's chat template and scored on the assistant turns) or plain text
     const jsonl = text.trim().split('\n').every((l) => !l.trim() || l.trim().startsWith('{'));
+    const template = $('ft-template').value;
     const adapter = await state.model.finetune(text, {
       format: jsonl ? 'jsonl' : 'text',
+      ...(jsonl && template ? { template } : {}), ...(jsonl && $('ft-packing').checked ? { packing: true } : {}),
       rank: num('ft-rank'), alpha: num('ft-alpha'), steps: num('ft-steps'), ctx: num('ft-ctx'), batch: num('ft-batch'),
       lr: num('ft-lr'), seed: num('ft-seed'), signal: controller.signal,
       onProgress: (p) => {
@@ -336,8 +342,13 @@ $('ft-start').addEventListener('click', async () => {
       },
     });
     const last = state.losses.at(-1);
+    const d = adapter.info.data;
+    state.trainingData = d;
+    // JSONL: what the records became, truncation included (never silent)
+    const report = jsonl && d ? ` Data: ${d.records} records in ${d.windows} windows${$('ft-packing').checked ? ' (packed)' : ''}, ` +
+      `${d.scoredTokens} scored tokens, ${d.truncated} cut to the context, ${d.unscored} left with nothing to score.` : '';
     status('ft-status', `Trained ${adapter.info.pairs} projections at rank ${adapter.info.rank}: loss ${state.losses[0]?.loss.toFixed(4)} → ` +
-      `${last?.loss.toFixed(4)} in ${state.losses.length} steps (${last?.tokensPerSecond.toFixed(0)} tokens/s). The adapter is on.`);
+      `${last?.loss.toFixed(4)} in ${state.losses.length} steps (${last?.tokensPerSecond.toFixed(0)} tokens/s). The adapter is on.${report}`);
     await setAdapter(adapter, true);
     noteMemory('finetune');
     setState('trained');

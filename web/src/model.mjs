@@ -15,7 +15,7 @@ const FULL = -3;
 export const LOAD_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'kernels',
   'onProgress', 'signal', 'worker', 'threads', 'cache'];
 export const FINETUNE_OPTIONS = ['rank', 'alpha', 'steps', 'ctx', 'batch', 'lr', 'seed', 'schedule', 'warmup', 'clip', 'format',
-  'docs', 'onProgress', 'signal', 'name'];
+  'docs', 'onProgress', 'signal', 'name', 'template', 'packing'];
 export const GENERATE_OPTIONS = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN',
   'seed', 'addBos', 'special', 'stop', 'signal', 'onToken', 'cachePrompt', 'grammar', 'jsonSchema'];
 
@@ -412,11 +412,21 @@ export class Model {
     try {
       this.#alive();
       const bytes = new TextEncoder().encode(text);
+      // the chat template for conversation records: a built-in name or a template's text ('': the model's)
+      const spec = new TextEncoder().encode(o.template ?? '');
+      const specPtr = e.alloc(spec.length + 1);
+      e.u8.set(spec, specPtr);
       const ptr = e.alloc(bytes.length + 1);
       e.u8.set(bytes, ptr);
-      t = m._ww_train_begin(this.#ptr, writeTrainSettings(e, { ...o, format, docs }, this.threads), ptr, bytes.length);
+      const settings = writeTrainSettings(e, { ...o, format, docs }, this.threads);
+      t = m._ww_train_begin(this.#ptr, settings, ptr, bytes.length, specPtr, spec.length);
+      e.free(specPtr);
       if (!t) throw e.error(this.#ptr);
       const examples = m._ww_train_examples(t);
+      m._ww_train_data_report(t, e.record('train_data'));
+      const d = e.read('train_data');
+      // what the data became, as `wisp finetune` reports it (truncation is never silent)
+      const data = { records: d.records, windows: d.windows, truncated: d.truncated, unscored: d.unscored, scoredTokens: d.scored };
       const perStep = o.batch * o.ctx;
       const t0 = now();
       for (let step = 1; step <= o.steps; step++) {
@@ -430,14 +440,14 @@ export class Model {
           step, steps: o.steps, loss: r.loss, scoredTokens: r.scored, lr: r.lr, gradNorm: r.grad_norm, epoch: r.epoch, examples,
           tokensPerSecond: perStep / Math.max(tEnd - ts, 1e-3) * 1000,
           averageTokensPerSecond: step * perStep / Math.max(tEnd - t0, 1e-3) * 1000,
-          tokens: step * perStep, elapsedMs: tEnd - t0, memoryBytes: e.memoryBytes,
+          tokens: step * perStep, elapsedMs: tEnd - t0, memoryBytes: e.memoryBytes, data,
         });
         await yieldToEventLoop();
       }
       Model.checkAbort(o.signal);
       const a = m._ww_train_finish(t);
       t = 0;
-      return new Adapter(this, a, { source: 'finetune', name: o.name });
+      return new Adapter(this, a, { source: 'finetune', name: o.name, data });
     } finally {
       if (t) m._ww_train_free(t);
       this.#busy = false;
@@ -540,13 +550,16 @@ function finetuneOptions(options) {
   if (o.docs !== undefined && o.docs !== 'file' && o.docs !== 'blank') throw new WispError('arg', "docs must be 'file' or 'blank'");
   if (o.format !== undefined && o.format !== 'text' && o.format !== 'jsonl') throw new WispError('arg', "format must be 'text' or 'jsonl'");
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new WispError('arg', 'onProgress must be a function');
+  if (o.template !== undefined && (typeof o.template !== 'string' || !o.template)) throw new WispError('arg', 'template must be a built-in format name or a template\'s text');
+  if (o.packing !== undefined && typeof o.packing !== 'boolean') throw new WispError('arg', 'packing must be true or false');
   return o;
 }
 
 // The training data as the engine reads it (adapters/train_data.h): plain
 // text (one document, or paragraphs with docs: 'blank'), or JSONL records.
 // An array of strings is several documents; an array of objects is records
-// ({prompt, completion} or {instruction, input, output}).
+// ({prompt, completion}, {instruction, input, output} or {messages}:
+// conversations, rendered by the C template engine, assistant turns scored).
 function trainingText(data, o) {
   if (typeof data === 'string') {
     if (!data.trim()) throw new WispError('arg', 'the training text is empty');
@@ -570,7 +583,7 @@ function writeTrainSettings(e, o, threads) {
   return e.write('train', {
     seq_len: o.ctx, micro_batch: o.batch, rank: o.rank, steps: o.steps, seed_lo: lo, seed_hi: hi,
     schedule: SCHEDULES.indexOf(o.schedule), warmup: o.warmup, jsonl: o.format === 'jsonl' ? 1 : 0,
-    blank_line_docs: o.docs === 'blank' ? 1 : 0, threads, alpha: o.alpha, lr: o.lr, clip: o.clip,
+    blank_line_docs: o.docs === 'blank' ? 1 : 0, threads, alpha: o.alpha, lr: o.lr, clip: o.clip, packing: o.packing ? 1 : 0,
   });
 }
 

@@ -4,9 +4,11 @@
 // equals the native CLI's), fine-tune a LoRA for a few steps with the loss
 // chart, switch the adapter on, compare, download it as GGUF and PEFT, and
 // take a screenshot. wasm memory must not change while generating or between
-// training steps. Also the package's direct (main-thread) API in the page.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// training steps. Then fine-tune on a conversations file (built-in ChatML
+// template, packed): the panel's data report equals `wisp finetune`'s for the
+// same file. Also the package's direct (main-thread) API in the page.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { WEB_OUT, WISP, WORK, check, checkEqual, cliGreedy, dep, done, fail, shared, skip } from './lib.mjs';
@@ -160,6 +162,31 @@ try {
   await page.click('#chat-send');
   await page.waitForFunction(`${stateIs('ready')} && document.querySelector('#transcript .model')`, null, { timeout: 60000 });
   checkEqual(await page.textContent('#transcript .model'), expected, 'adapter off: base text again');
+
+  // Fine-tune on a conversations file: stories260K has no template, so ChatML by name; packed.
+  const chatsPath = path.join(WORK, 'demo-chats.jsonl');
+  const chats = [['cat', 'Tom'], ['dog', 'Rex'], ['owl', 'Hoot'], ['fox', 'Red'], ['cow', 'Daisy']].map(([pet, name]) => ({
+    messages: [{ role: 'user', content: `Name the ${pet}.` }, { role: 'assistant', content: `The ${pet} is ${name}.` }] }));
+  writeFileSync(chatsPath, chats.map((c) => JSON.stringify(c)).join('\n') + '\n');
+  const cli = spawnSync(WISP, ['finetune', '-m', modelPath, '--data', chatsPath, '--chat-template', 'chatml', '--packing',
+    '--ctx', '32', '--steps', '1', '-b', '1', '-t', '1', '-o', path.join(WORK, 'demo-chats-cli'), '--overwrite'], { encoding: 'utf8' });
+  const m = cli.stderr.match(/(\d+) records kept, packed into (\d+) windows of \d+ tokens, (\d+) left with nothing to score[^;]*; (\d+) scored targets/);
+  check(cli.status === 0 && m, `wisp finetune on the conversations: ${cli.stderr}`);
+  const want = { records: +m[1], windows: +m[2], truncated: 0, unscored: +m[3], scoredTokens: +m[4] };
+  await page.setInputFiles('#train-file', chatsPath);
+  await page.waitForFunction(() => document.querySelector('#train-text').value.startsWith('{"messages"'));
+  await page.selectOption('#ft-template', 'chatml');
+  await page.check('#ft-packing');
+  await page.fill('#ft-steps', '4');
+  await page.click('#ft-start');
+  await page.waitForFunction(`${stateIs('trained')} || (${stateIs('ready')} && document.querySelector('#ft-status.error'))`, null,
+    { timeout: 180000 });
+  const chatStatus = await page.textContent('#ft-status');
+  check(/^Trained /.test(chatStatus), `conversation fine-tuning finished: ${chatStatus}`);
+  const got = await page.evaluate(() => window.wispDemo.trainingData);
+  checkEqual(JSON.stringify(got), JSON.stringify(want), 'the demo\'s data report equals wisp finetune\'s');
+  check(chatStatus.includes(`Data: ${want.records} records in ${want.windows} windows (packed), ${want.scoredTokens} scored tokens, ` +
+    '0 cut to the context'), `the panel shows the report: ${chatStatus}`);
 
   const shot = path.join(WORK, 'demo.png');
   await page.screenshot({ path: shot, fullPage: true });

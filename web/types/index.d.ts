@@ -195,8 +195,10 @@ export interface GenerationStats {
   workerPieces: number;
 }
 
-/** A prompt/completion record, or an Alpaca-style instruction record: only the response is scored. */
-export type TrainingRecord = { prompt: string; completion: string } | { instruction: string; input?: string; output: string };
+/** A prompt/completion record, or an Alpaca-style instruction record: only the response is scored;
+ * or a conversation, rendered with the chat template: only assistant turns are scored. */
+export type TrainingRecord = { prompt: string; completion: string } | { instruction: string; input?: string; output: string }
+  | { messages: ChatMessage[] };
 
 /** Training data: one text, several documents, or records. */
 export type TrainingData = string | string[] | TrainingRecord[];
@@ -229,6 +231,12 @@ export interface FinetuneOptions {
   seed?: number | bigint;
   /** name recorded in exported files */
   name?: string;
+  /** chat template for conversation records: a built-in name (chatml, llama3, gemma, phi3, phi4, zephyr,
+   * mistral) or a Jinja template's text; default: the model's tokenizer.chat_template */
+  template?: string;
+  /** pack records, EOS between them, into shared windows of ctx tokens (trl's packing: attention crosses
+   * records within a window, each record keeps its own loss mask, nothing is truncated); default false */
+  packing?: boolean;
   onProgress?: (progress: FinetuneProgress) => void;
   /** aborting rejects with an AbortError */
   signal?: AbortSignal;
@@ -258,6 +266,22 @@ export interface FinetuneProgress {
   elapsedMs: number;
   /** wasm memory (constant from the first step on) */
   memoryBytes: number;
+  /** what the training data became */
+  data: TrainingDataReport;
+}
+
+/** The counts `wisp finetune` prints for JSONL data. */
+export interface TrainingDataReport {
+  /** records kept (plain text: windows) */
+  records: number;
+  /** training windows (equal to records unless packing) */
+  windows: number;
+  /** records cut to the window (never with packing) */
+  truncated: number;
+  /** records left with nothing to score (conversations among them are dropped) */
+  unscored: number;
+  /** targets scored over all windows */
+  scoredTokens: number;
 }
 
 export interface AdapterInfo {
@@ -267,6 +291,8 @@ export interface AdapterInfo {
   alpha: number;
   name?: string;
   source: 'gguf' | 'peft' | 'finetune';
+  /** fine-tuned adapters: what the training data became */
+  data?: TrainingDataReport;
 }
 
 /** PEFT's two files: adapter_config.json (text) and adapter_model.safetensors. */

@@ -48,8 +48,11 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   // @ts-expect-error messages are objects with role and content
   m.applyTemplate(['Hi']);
   const records: Adapter = await m.finetune([{ prompt: 'Q:', completion: ' A.' }, { instruction: 'Say hi', output: 'Hi' }], { schedule: 'constant' });
+  const chats: Adapter = await m.finetune([{ messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello.' }] }],
+    { template: 'chatml', packing: true, onProgress: (p) => console.log(p.data.scoredTokens) });
+  const scored: number | undefined = chats.info.data?.scoredTokens;
   m.dispose();
-  console.log(vec.length, trainBytes, records.info.rank, total, text, stats?.tokensPerSecond, again.info.rank, fromPeft.info.source, back, version);
+  console.log(scored, vec.length, trainBytes, records.info.rank, total, text, stats?.tokensPerSecond, again.info.rank, fromPeft.info.source, back, version);
   // @ts-expect-error temperature is a number
   await m.complete('Once', { temperature: 'hot' });
   // @ts-expect-error direct adapters export synchronously
