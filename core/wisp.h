@@ -36,9 +36,7 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "exec.h"
 #include "gguf.h"
-#include "kernels.h"
 #include "lora.h"
 #include "model.h"
 #include "sampler.h"
@@ -49,6 +47,22 @@
 #include "types.h"
 
 #define WISP_VERSION "0.1.0"
+
+/* A table of compute kernels (the scalar reference, AVX2, NEON, ...): the
+ * platform picks one (kernels.h, simd/simd.h) and hands it over by pointer. */
+typedef struct wisp_kernels wisp_kernels;
+
+/* Run fn(arg, i, n) for every piece i = 0..n-1, each exactly once, possibly
+ * in parallel and in any order, and return when all have finished. n may
+ * exceed n_threads: idle threads then claim the remaining pieces. A job that
+ * indexes per-worker scratch by i asks for at most n_threads pieces. A
+ * platform's thread pool implements this; core never starts threads. */
+typedef void (*wisp_job_fn)(void *arg, int ith, int nth);
+typedef struct wisp_threads {
+    void (*run)(void *pool, wisp_job_fn fn, void *arg, int nth); /* NULL: run serially */
+    void *pool;
+    int n_threads; /* workers the pool will use (>= 1) */
+} wisp_threads;
 
 typedef struct wisp_config {
     int32_t n_ctx;           /* KV cache positions; 0: the model's context length, at most 4096 */
