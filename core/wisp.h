@@ -42,7 +42,6 @@
 #include "sampler.h"
 #include "sink.h"
 #include "status.h"
-#include "tokenizer.h"
 #include "train_config.h"
 #include "types.h"
 
@@ -51,6 +50,9 @@
 /* A table of compute kernels (the scalar reference, AVX2, NEON, ...): the
  * platform picks one (kernels.h, simd/simd.h) and hands it over by pointer. */
 typedef struct wisp_kernels wisp_kernels;
+
+/* A model's vocabulary and its encoder, read from the GGUF at init. */
+typedef struct wisp_tokenizer wisp_tokenizer;
 
 /* Run fn(arg, i, n) for every piece i = 0..n-1, each exactly once, possibly
  * in parallel and in any order, and return when all have finished. n may
@@ -115,6 +117,10 @@ const wisp_model *wisp_ctx_model(const wisp_ctx *ctx);
 const wisp_tokenizer *wisp_ctx_tokenizer(const wisp_ctx *ctx);
 const wisp_config *wisp_ctx_config(const wisp_ctx *ctx);
 const char *wisp_ctx_kernels_name(const wisp_ctx *ctx);
+
+/* Flags of wisp_tokenize_text: add the model's BOS / EOS, and read the texts
+ * of control tokens ("<|im_start|>") in the input as those tokens. */
+enum { WISP_TOKENIZE_ADD_BOS = 1, WISP_TOKENIZE_ADD_EOS = 2, WISP_TOKENIZE_PARSE_SPECIAL = 4 };
 
 /* Tokenize with the context's text scratch (max_text_bytes). */
 wisp_status wisp_tokenize_text(wisp_ctx *ctx, const char *text, size_t len, unsigned flags, int32_t *ids, size_t cap,

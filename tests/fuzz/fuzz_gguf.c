@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "simd.h"
+#include "tokenizer.h"
 #include "wisp.h"
 
 static const wisp_kernels *best_kernels(void) {

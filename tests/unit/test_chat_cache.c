@@ -10,6 +10,7 @@
 #include "chat_formats.h"
 #include "check.h"
 #include "template.h"
+#include "tokenizer.h"
 #include "wisp.h"
 
 typedef struct model {
