@@ -4,6 +4,7 @@
 #define WISP_CONTEXT_H
 
 #include "lora_apply.h"
+#include "sampler.h"
 #include "tokenizer.h"
 #include "wisp.h"
 

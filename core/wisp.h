@@ -37,10 +37,7 @@
 
 #include "arena.h"
 #include "gguf.h"
-#include "lora.h"
 #include "model.h"
-#include "sampler.h"
-#include "sink.h"
 #include "status.h"
 #include "train_config.h"
 #include "types.h"
@@ -53,6 +50,13 @@ typedef struct wisp_kernels wisp_kernels;
 
 /* A model's vocabulary and its encoder, read from the GGUF at init. */
 typedef struct wisp_tokenizer wisp_tokenizer;
+
+/* Passed by pointer only; a platform fills them through their own headers:
+ * an adapter's pairs (lora.h), a sampler's settings and state (sampler.h),
+ * where saved bytes go (sink.h). */
+typedef struct wisp_lora wisp_lora;
+typedef struct wisp_sampler wisp_sampler;
+typedef struct wisp_sink wisp_sink;
 
 /* Run fn(arg, i, n) for every piece i = 0..n-1, each exactly once, possibly
  * in parallel and in any order, and return when all have finished. n may

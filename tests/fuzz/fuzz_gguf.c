@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler.h"
 #include "simd.h"
 #include "tokenizer.h"
 #include "wisp.h"

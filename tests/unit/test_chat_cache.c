@@ -9,6 +9,7 @@
 #include "chat_cache.h"
 #include "chat_formats.h"
 #include "check.h"
+#include "sampler.h"
 #include "template.h"
 #include "tokenizer.h"
 #include "wisp.h"
