@@ -13,6 +13,7 @@
 #include "chat_template.h"
 #include "grammar_source.h"
 #include "tool_calls.h"
+#include "sampler.h"
 #include "session.h"
 
 #define CHAT_MAX_STOPS 8

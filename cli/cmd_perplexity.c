@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "session.h"
 #include "token_loss.h"
+#include "tokenizer.h"
 
 
 int cmd_perplexity(int argc, char **argv) {

@@ -7,6 +7,7 @@
 #include "grammar_source.h"
 #include "lora_attach.h"
 #include "random_seed.h"
+#include "sampler.h"
 #include "session.h"
 
 int cmd_run(int argc, char **argv) {

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "session.h"
+#include "tokenizer.h"
 
 int cmd_tokenize(int argc, char **argv) {
     const char *model = NULL;

@@ -137,8 +137,7 @@ static void packed_part(wisp_layout *lay, const wisp_gguf *g, const wisp_config 
 /* Everything a context holds, in carving order, from the one function that
  * both measures it (lay->arena NULL: into lay's per-part counts) and carves
  * it (sets *out to the context, whose struct is the first piece). `hp` and
- * `cfg` are the plan's (read from g, resolved). Only the LoRA adapter tables
- * still come from a separate plan/carve pair, lora_apply.c's. */
+ * `cfg` are the plan's (read from g, resolved). */
 static wisp_status layout(wisp_layout *lay, const wisp_gguf *g, const wisp_hparams *hp, const wisp_config *cfg,
                           wisp_ctx **out, wisp_error *err) {
     wisp_status s;
@@ -173,11 +172,8 @@ static wisp_status layout(wisp_layout *lay, const wisp_gguf *g, const wisp_hpara
         ctx->candidates = (wisp_candidate *)candidates;
         ctx->text_scratch = text;
         ctx->text_scratch_bytes = text_bytes;
-        wisp_adapters_carve(&ctx->adapters, lay->arena, hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
-    } else {
-        size_t adapters = wisp_adapters_plan_bytes(hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
-        wisp_layout_take(lay, adapters, 1, WISP_PART_ADAPTERS);
     }
+    wisp_adapters_layout(lay, ctx ? &ctx->adapters : NULL, hp->n_layers, c->max_adapters, c->max_lora_rank, c->n_batch);
     if ((s = wisp_train_layout(lay, ctx, g, hp, c, act_row, err))) return s;
     packed_part(lay, g, c, ctx, &in);
     if (out) *out = ctx;
@@ -228,7 +224,7 @@ wisp_status wisp_init(wisp_ctx **out, const wisp_gguf *g, const wisp_config *cfg
     if ((s = layout(&lay, g, &plan.hp, &plan.cfg, &ctx, err))) return s;
 
     /* The one layout makes plan and carve agree by construction; the check
-     * stays for what it does not cover (lora_apply.c's own plan/carve pair). */
+     * stays as a guard against a piece taken only when carving (ctx set). */
     for (int i = 0; i < WISP_PART_COUNT; i++)
         if (a.part_bytes[i] != plan.part[i])
             return wisp_fail(err, WISP_ERR_INTERNAL, "plan mismatch in part '%s': planned %zu, carved %zu",

@@ -4,6 +4,8 @@
 #define WISP_CONTEXT_H
 
 #include "lora_apply.h"
+#include "sampler.h"
+#include "tokenizer.h"
 #include "wisp.h"
 
 /* Activations of one forward step of up to n_batch tokens. */

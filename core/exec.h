@@ -8,18 +8,9 @@
 
 #include "kernels.h"
 #include "model.h"
+#include "wisp.h"
 
-/* Run fn(arg, i, n) for every piece i = 0..n-1, each exactly once, possibly
- * in parallel and in any order, and return when all have finished. n may
- * exceed n_threads: idle threads then claim the remaining pieces. A job that
- * indexes per-worker scratch by i asks for at most n_threads pieces. A
- * platform's thread pool implements this; core never starts threads. */
-typedef void (*wisp_job_fn)(void *arg, int ith, int nth);
-typedef struct wisp_threads {
-    void (*run)(void *pool, wisp_job_fn fn, void *arg, int nth); /* NULL: run serially */
-    void *pool;
-    int n_threads; /* workers the pool will use (>= 1) */
-} wisp_threads;
+/* wisp_threads and wisp_job_fn, the caller's thread pool, are public: wisp.h */
 
 typedef struct wisp_exec {
     wisp_kernels k;       /* completed: no NULL entries */

@@ -9,24 +9,18 @@
 #include "dora.h"
 #include "quant.h"
 
-size_t wisp_adapters_plan_bytes(int32_t n_layers, int32_t max_adapters, int32_t max_rank, int32_t n_batch) {
-    if (max_adapters <= 0) return 0;
-    size_t cells = (size_t)n_layers * WISP_PROJ_COUNT;
-    size_t n = wisp_bytes_of((size_t)max_adapters, sizeof(wisp_adapter_slot));
-    n = wisp_bytes_add(n, wisp_bytes_of(cells * (size_t)max_adapters, sizeof(wisp_adapter_entry)));
-    n = wisp_bytes_add(n, wisp_bytes_of(cells, sizeof(int32_t)));
-    return wisp_bytes_add(n, wisp_bytes_of((size_t)n_batch * (size_t)max_rank, sizeof(float)));
-}
-
-void wisp_adapters_carve(wisp_adapter_set *set, wisp_arena *a, int32_t n_layers, int32_t max_adapters,
-                         int32_t max_rank, int32_t n_batch) {
-    memset(set, 0, sizeof *set);
+void wisp_adapters_layout(wisp_layout *lay, wisp_adapter_set *set, int32_t n_layers, int32_t max_adapters,
+                          int32_t max_rank, int32_t n_batch) {
+    if (set) memset(set, 0, sizeof *set);
     if (max_adapters <= 0) return;
     size_t cells = (size_t)n_layers * WISP_PROJ_COUNT;
-    set->slots = wisp_arena_alloc(a, (size_t)max_adapters * sizeof(wisp_adapter_slot), WISP_PART_ADAPTERS);
-    set->entries = wisp_arena_alloc(a, cells * (size_t)max_adapters * sizeof(wisp_adapter_entry), WISP_PART_ADAPTERS);
-    set->counts = wisp_arena_alloc(a, cells * sizeof(int32_t), WISP_PART_ADAPTERS);
-    set->h = wisp_arena_alloc(a, (size_t)n_batch * (size_t)max_rank * sizeof(float), WISP_PART_ADAPTERS);
+    wisp_adapter_slot *slots = wisp_layout_take(lay, (size_t)max_adapters, sizeof(wisp_adapter_slot), WISP_PART_ADAPTERS);
+    wisp_adapter_entry *entries =
+        wisp_layout_take(lay, cells * (size_t)max_adapters, sizeof(wisp_adapter_entry), WISP_PART_ADAPTERS);
+    int32_t *counts = wisp_layout_take(lay, cells, sizeof(int32_t), WISP_PART_ADAPTERS);
+    float *h = wisp_layout_take(lay, (size_t)n_batch * (size_t)max_rank, sizeof(float), WISP_PART_ADAPTERS);
+    if (!set) return;
+    set->slots = slots, set->entries = entries, set->counts = counts, set->h = h;
     set->max_adapters = max_adapters;
     set->max_rank = max_rank;
     set->n_batch = n_batch;

@@ -38,11 +38,11 @@ typedef struct wisp_adapter_set {
     int32_t last_handle;
 } wisp_adapter_set;
 
-/* Arena bytes of the tables (0 when max_adapters is 0); carve takes exactly
- * these from part WISP_PART_ADAPTERS. */
-size_t wisp_adapters_plan_bytes(int32_t n_layers, int32_t max_adapters, int32_t max_rank, int32_t n_batch);
-void wisp_adapters_carve(wisp_adapter_set *set, wisp_arena *a, int32_t n_layers, int32_t max_adapters,
-                         int32_t max_rank, int32_t n_batch);
+/* The tables' pieces of part WISP_PART_ADAPTERS (none when max_adapters is
+ * 0), taken through `lay` (arena.h): measured when lay has no arena, carved
+ * into *set when it has one. `set` may be NULL when only measuring. */
+void wisp_adapters_layout(wisp_layout *lay, wisp_adapter_set *set, int32_t n_layers, int32_t max_adapters,
+                          int32_t max_rank, int32_t n_batch);
 
 /* Check one pair against the model's weight it adapts; `max_rank` caps the
  * rank. Messages name the tensor ("blk.3.attn_q: ..."). */

@@ -35,6 +35,7 @@
 #include "gguf.h"
 #include "status.h"
 #include "text_span.h"
+#include "wisp.h"
 
 typedef enum wisp_vocab_kind {
     WISP_VOCAB_SPM = 1, /* tokenizer.ggml.model = "llama" */
@@ -114,7 +115,7 @@ size_t wisp_tokenizer_scratch_bytes(const wisp_tokenizer *tok, size_t text_len);
  * any tokenizer exists. */
 wisp_status wisp_tokenizer_plan_scratch(const wisp_gguf *g, size_t text_len, size_t *scratch_bytes, wisp_error *err);
 
-enum { WISP_TOKENIZE_ADD_BOS = 1, WISP_TOKENIZE_ADD_EOS = 2, WISP_TOKENIZE_PARSE_SPECIAL = 4 };
+/* The flags below (WISP_TOKENIZE_ADD_BOS, ...) are public: wisp.h */
 
 /* Encode text[0..len). If cap is too small, returns WISP_ERR_CAPACITY with
  * *n_ids = the number of ids needed (ids[0..cap) hold the first ones). A

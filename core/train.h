@@ -173,6 +173,11 @@ double wisp_train_loss_head(wisp_train *tr, const uint8_t *mask, int32_t n_score
 /* ---- train_lora.c ---- */
 /* y += scale * B (A drop(x)), keeping h = A drop(x) in `h` (y NULL: only h). */
 void wisp_train_lora_forward(wisp_train *tr, int32_t pair, int32_t layer, const float *x, float *h, float *y);
+/* y[t][o] += s B_o . h_t for token rows t in [lo, hi) of pair p: the forward's
+ * up-projection, also DoRA's recomputed z. h [T][rank] is read and y
+ * [T][n_out] written, so the two must not overlap. */
+void wisp_train_lora_up_rows(const wisp_train *tr, const wisp_lora_pair *p, const float *h, float *y, int64_t lo,
+                             int64_t hi);
 /* Gradients of one adapted projection given dy: dB, dA accumulate; when dx
  * is not NULL, dx += drop'(A^T dh). */
 void wisp_train_lora_backward(wisp_train *tr, int32_t pair, int32_t layer, const float *x, const float *h,

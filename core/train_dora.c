@@ -31,14 +31,11 @@ typedef struct dora_job {
     float *z, *out;
 } dora_job;
 
-/* z[t][o] += s B_o . h_t, the arithmetic of the forward's up_rows */
+/* z[t][o] += s B_o . h_t with the forward's own arithmetic (z, not out: out
+ * may be dy itself, which grad_m_rows still reads) */
 static void add_lora_rows(void *arg, int64_t lo, int64_t hi) {
     const dora_job *j = arg;
-    const wisp_lora_pair *p = j->p;
-    const float *b = p->b;
-    for (int64_t t = lo; t < hi; t++)
-        for (int32_t o = 0; o < p->n_out; o++)
-            j->z[t * p->n_out + o] += p->scale * j->tr->exec.k.dot_f32(b + (size_t)o * p->rank, j->h + t * p->rank, p->rank);
+    wisp_train_lora_up_rows(j->tr, j->p, j->h, j->z, lo, hi);
 }
 
 /* dm[o] += sum_t dy[t][o] z[t][o] / n[o], each o summed over t in order */

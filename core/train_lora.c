@@ -57,14 +57,17 @@ static void down_items(void *arg, int64_t lo, int64_t hi) {
     }
 }
 
-/* y[t][o] += s * B_o . h_t */
-static void up_rows(void *arg, int64_t lo, int64_t hi) {
-    const lora_job *j = arg;
-    const wisp_lora_pair *p = j->p;
+void wisp_train_lora_up_rows(const wisp_train *tr, const wisp_lora_pair *p, const float *h, float *y, int64_t lo,
+                             int64_t hi) {
     const float *b = p->b;
     for (int64_t t = lo; t < hi; t++)
         for (int32_t o = 0; o < p->n_out; o++)
-            j->y[t * p->n_out + o] += p->scale * j->tr->exec.k.dot_f32(b + (size_t)o * p->rank, j->h + t * p->rank, p->rank);
+            y[t * p->n_out + o] += p->scale * tr->exec.k.dot_f32(b + (size_t)o * p->rank, h + t * p->rank, p->rank);
+}
+
+static void up_rows(void *arg, int64_t lo, int64_t hi) {
+    const lora_job *j = arg;
+    wisp_train_lora_up_rows(j->tr, j->p, j->h, j->y, lo, hi);
 }
 
 /* prepares x (dropped out into tr->drop when dropout is on) */

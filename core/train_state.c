@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "half.h"
+#include "sink.h"
 #include "train.h"
 
 #define STATE_MAGIC "WISPTRS1"

@@ -71,33 +71,35 @@ void wisp_train_backward(wisp_train *tr) {
         }
 }
 
-wisp_status wisp_train_micro_step(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
-                                  double *loss, int32_t *n_scored, wisp_error *err) {
+/* A micro-step and an evaluation are one pass over a batch: training adds
+ * dropout, saves activations, runs the backward pass into the accumulated
+ * gradients and counts the micro-step; evaluation changes no state. */
+static wisp_status loss_pass(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
+                             bool training, double *loss, int32_t *n_scored, wisp_error *err) {
     int32_t n = 0;
-    wisp_status s = wisp_train_start(ctx, tokens, loss_mask, n_seq, true, &n, err);
+    wisp_status s = wisp_train_start(ctx, tokens, loss_mask, n_seq, training, &n, err);
     if (s) return s;
     wisp_train *tr = ctx->train;
-    wisp_train_forward(tr, TRAIN_PASS_SAVE);
-    double mean = wisp_train_loss_head(tr, loss_mask, n, n > 0, NULL);
-    if (n > 0) wisp_train_backward(tr);
-    tr->micro_total++;
-    tr->micro_in_accum++;
+    wisp_train_forward(tr, training ? TRAIN_PASS_SAVE : TRAIN_PASS_EVAL);
+    double mean = wisp_train_loss_head(tr, loss_mask, n, training && n > 0, NULL);
+    if (training) {
+        if (n > 0) wisp_train_backward(tr);
+        tr->micro_total++;
+        tr->micro_in_accum++;
+    }
     if (loss) *loss = mean;
     if (n_scored) *n_scored = n;
     return WISP_OK;
 }
 
+wisp_status wisp_train_micro_step(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
+                                  double *loss, int32_t *n_scored, wisp_error *err) {
+    return loss_pass(ctx, tokens, loss_mask, n_seq, true, loss, n_scored, err);
+}
+
 wisp_status wisp_train_eval(wisp_ctx *ctx, const int32_t *tokens, const uint8_t *loss_mask, int32_t n_seq,
                             double *loss, int32_t *n_scored, wisp_error *err) {
-    int32_t n = 0;
-    wisp_status s = wisp_train_start(ctx, tokens, loss_mask, n_seq, false, &n, err);
-    if (s) return s;
-    wisp_train *tr = ctx->train;
-    wisp_train_forward(tr, TRAIN_PASS_EVAL);
-    double mean = wisp_train_loss_head(tr, loss_mask, n, false, NULL);
-    if (loss) *loss = mean;
-    if (n_scored) *n_scored = n;
-    return WISP_OK;
+    return loss_pass(ctx, tokens, loss_mask, n_seq, false, loss, n_scored, err);
 }
 
 wisp_status wisp_train_optimizer_step(wisp_ctx *ctx, wisp_train_step_info *info, wisp_error *err) {

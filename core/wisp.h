@@ -36,19 +36,39 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "exec.h"
 #include "gguf.h"
-#include "kernels.h"
-#include "lora.h"
 #include "model.h"
-#include "sampler.h"
-#include "sink.h"
 #include "status.h"
-#include "tokenizer.h"
 #include "train_config.h"
 #include "types.h"
 
 #define WISP_VERSION "0.1.0"
+
+/* A table of compute kernels (the scalar reference, AVX2, NEON, ...): the
+ * platform picks one (kernels.h, simd/simd.h) and hands it over by pointer. */
+typedef struct wisp_kernels wisp_kernels;
+
+/* A model's vocabulary and its encoder, read from the GGUF at init. */
+typedef struct wisp_tokenizer wisp_tokenizer;
+
+/* Passed by pointer only; a platform fills them through their own headers:
+ * an adapter's pairs (lora.h), a sampler's settings and state (sampler.h),
+ * where saved bytes go (sink.h). */
+typedef struct wisp_lora wisp_lora;
+typedef struct wisp_sampler wisp_sampler;
+typedef struct wisp_sink wisp_sink;
+
+/* Run fn(arg, i, n) for every piece i = 0..n-1, each exactly once, possibly
+ * in parallel and in any order, and return when all have finished. n may
+ * exceed n_threads: idle threads then claim the remaining pieces. A job that
+ * indexes per-worker scratch by i asks for at most n_threads pieces. A
+ * platform's thread pool implements this; core never starts threads. */
+typedef void (*wisp_job_fn)(void *arg, int ith, int nth);
+typedef struct wisp_threads {
+    void (*run)(void *pool, wisp_job_fn fn, void *arg, int nth); /* NULL: run serially */
+    void *pool;
+    int n_threads; /* workers the pool will use (>= 1) */
+} wisp_threads;
 
 typedef struct wisp_config {
     int32_t n_ctx;           /* KV cache positions; 0: the model's context length, at most 4096 */
@@ -101,6 +121,10 @@ const wisp_model *wisp_ctx_model(const wisp_ctx *ctx);
 const wisp_tokenizer *wisp_ctx_tokenizer(const wisp_ctx *ctx);
 const wisp_config *wisp_ctx_config(const wisp_ctx *ctx);
 const char *wisp_ctx_kernels_name(const wisp_ctx *ctx);
+
+/* Flags of wisp_tokenize_text: add the model's BOS / EOS, and read the texts
+ * of control tokens ("<|im_start|>") in the input as those tokens. */
+enum { WISP_TOKENIZE_ADD_BOS = 1, WISP_TOKENIZE_ADD_EOS = 2, WISP_TOKENIZE_PARSE_SPECIAL = 4 };
 
 /* Tokenize with the context's text scratch (max_text_bytes). */
 wisp_status wisp_tokenize_text(wisp_ctx *ctx, const char *text, size_t len, unsigned flags, int32_t *ids, size_t cap,

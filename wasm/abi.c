@@ -20,6 +20,7 @@
 
 #include "abi.h"
 #include "simd.h"
+#include "tokenizer.h"
 
 /* Errors of calls that have no model yet (open, plan from a header). */
 static wisp_error open_error;

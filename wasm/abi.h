@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 #include "abi_structs.h"
+#include "lora.h"
+#include "sampler.h"
 #include "wisp.h"
 
 #define API EMSCRIPTEN_KEEPALIVE

@@ -12,6 +12,7 @@
 #include "chat_messages.h"
 #include "json.h"
 #include "template.h"
+#include "tokenizer.h"
 
 /* The last rendering (ww_chat with tokenize 0), owned here until the next call. */
 static char *chat_text;

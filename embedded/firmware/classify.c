@@ -18,6 +18,7 @@
 #include "fw.h"
 #include "guide.h"
 #include "planned_config.h"
+#include "sampler.h"
 #include "wisp.h"
 
 #ifndef FW_PROMPT

@@ -14,6 +14,8 @@
 #include "fw.h"
 #include "infer_plan.h"
 #include "planned_config.h"
+#include "sampler.h"
+#include "tokenizer.h"
 #include "wisp.h"
 
 #ifndef FW_PROMPT

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler.h"
 #include "simd.h"
+#include "tokenizer.h"
 #include "wisp.h"
 
 static const wisp_kernels *best_kernels(void) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fuzz_util.h"
+#include "sink.h"
 
 static unsigned char *model_bytes;
 static wisp_gguf model_g;

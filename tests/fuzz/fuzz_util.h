@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "lora.h"
 #include "wisp.h"
 
 /* A 64-byte aligned copy of n bytes (mmap gives page alignment; tensors are

@@ -82,3 +82,10 @@ double rel_rms(const float *a, const float *b, size_t n) {
     }
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
+
+double max_abs(const float *v, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(v[i]) > m) m = fabs(v[i]);
+    return m;
+}

@@ -65,4 +65,8 @@ unsigned char *read_file(const char *path, size_t *size);
 /* Relative RMS error: sqrt(sum (a-b)^2 / sum b^2). */
 double rel_rms(const float *a, const float *b, size_t n);
 
+/* Largest |v[i]| (0 for n == 0): the scale a gradient check measures its
+ * finite-difference error against. */
+double max_abs(const float *v, size_t n);
+
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "sampler.h"
 #include "wisp.h"
 
 /* ASan owns malloc: definitions here would hand it blocks it did not make,

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "sampler.h"
 #include "test_lora_gguf_fixture.h"
 #include "wisp.h"
 

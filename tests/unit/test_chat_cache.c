@@ -9,7 +9,9 @@
 #include "chat_cache.h"
 #include "chat_formats.h"
 #include "check.h"
+#include "sampler.h"
 #include "template.h"
+#include "tokenizer.h"
 #include "wisp.h"
 
 typedef struct model {

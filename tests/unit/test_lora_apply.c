@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "half.h"
+#include "lora.h"
 #include "ref_model.h"
 #include "wisp.h"
 

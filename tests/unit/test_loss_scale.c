@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "sink.h"
 #include "test_train_util.h"
 
 typedef struct deepspeed_scaler {

@@ -130,13 +130,6 @@ static double ref_dpo_loss(ref_model *r, const plain_dpo *p, const int32_t *tok,
     return total / PAIRS;
 }
 
-static double max_abs(const float *v, size_t n) {
-    double m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (fabs(v[i]) > m) m = fabs(v[i]);
-    return m;
-}
-
 static void model_check(const char *rel, const variant *v, double tol_grad) {
     const char *path = shared_path(rel);
     REQUIRE(path, "%s missing", rel);

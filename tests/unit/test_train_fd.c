@@ -54,13 +54,6 @@ static double ref_batch_loss(const ref_model *r, const int32_t *tok, const uint8
     return total / count;
 }
 
-static double max_abs(const float *v, size_t n) {
-    double m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (fabs(v[i]) > m) m = fabs(v[i]);
-    return m;
-}
-
 static void fd_check_seq(const char *rel, const variant *v, double tol_loss, double tol_grad, int32_t seq) {
     const char *path = shared_path(rel);
     if (!path) {

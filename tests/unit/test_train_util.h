@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "lora.h"
 #include "ref_model.h"
 #include "wisp.h"
 

@@ -1,0 +1,68 @@
+# The library's exported symbols against its public header:
+#   - every function core/wisp.h declares is defined by libwisp.a (no
+#     declaration left behind by a rename or a removal);
+#   - every other global symbol libwisp.a defines is named, one a line, in
+#     tests/cli/internal_symbols.txt: adding an export is a decision (declare
+#     it in wisp.h, or list it as internal), never an accident;
+#   - that list holds nothing stale (no longer exported) and nothing public
+#     (also declared in wisp.h), so it stays exact.
+# It also prints, for the record, the public functions still declared outside
+# wisp.h (marked "public" in the list) and the internal headers wisp.h still
+# includes (a public header that includes nothing internal is the goal; issue 20).
+source "$(dirname "$0")/lib.sh"
+here=$(cd "$(dirname "$0")/../.." && pwd)
+lib=$(dirname "$WISP")/libwisp.a
+[ -f "$lib" ] || skip_platform "no host libwisp.a next to $WISP (a cross-target run)"
+command -v nm >/dev/null || fail "nm is missing (binutils)"
+command -v perl >/dev/null || fail "perl is missing: it strips wisp.h's comments"
+list=$here/tests/cli/internal_symbols.txt
+[ -f "$list" ] || fail "missing $list"
+D=$WORK/public-api
+rm -rf "$D" && mkdir -p "$D"
+
+# defined global symbols (functions and data) of every member; names the
+# compiler makes itself (__odr_asan_gen_..., reserved "__") are not ours
+nm -g --defined-only "$lib" | awk 'NF == 3 && $2 ~ /^[TDRB]$/ && $3 !~ /^(__|\.)/ {print $3}' | sort -u >"$D/exported"
+[ -s "$D/exported" ] || fail "nm found no symbols in $lib"
+# names wisp.h declares as functions: comments stripped (its usage example
+# calls functions it does not declare), includes not followed
+perl -0777 -pe 's{/\*.*?\*/}{ }gs; s{//[^\n]*}{}g' "$here/core/wisp.h" >"$D/wisp.i" || fail "could not read wisp.h"
+grep -oE '\bwisp_[a-z0-9_]+[[:space:]]*\(' "$D/wisp.i" | sed 's/[[:space:]]*($//' | sort -u >"$D/public"
+[ -s "$D/public" ] || fail "no function declarations found in wisp.h"
+grep -vE '^[[:space:]]*(#|$)' "$list" | awk '{print $1}' | sort -u >"$D/internal"
+awk '$2 == "public" {print $1}' "$list" | sort -u >"$D/public_elsewhere"
+
+report() { # TITLE FILE: a named list of what differs
+    [ -s "$2" ] || return 0
+    echo "$1 ($(wc -l <"$2")):"
+    sed 's/^/    /' "$2"
+    bad=1
+}
+bad=0
+comm -23 "$D/public" "$D/exported" >"$D/declared_not_defined"
+report "declared in wisp.h but not defined by libwisp.a" "$D/declared_not_defined"
+comm -23 "$D/exported" "$D/public" | comm -23 - "$D/internal" >"$D/unlisted"
+report "exported by libwisp.a but neither declared in wisp.h nor listed in $list" "$D/unlisted"
+comm -23 "$D/internal" "$D/exported" >"$D/stale"
+report "listed as internal but not exported (remove from the list)" "$D/stale"
+comm -12 "$D/internal" "$D/public" >"$D/both"
+report "listed as internal but declared in wisp.h" "$D/both"
+[ $bad -eq 0 ] || fail "the exported symbols and the public header disagree (see above)"
+ok
+
+# every public function is exported under its own name, and the list is
+# more than a copy of everything (the check above could pass vacuously)
+n_pub=$(wc -l <"$D/public"); n_int=$(wc -l <"$D/internal"); n_exp=$(wc -l <"$D/exported")
+[ $((n_pub + n_int)) -eq "$n_exp" ] || fail "public $n_pub + internal $n_int != exported $n_exp"
+[ "$n_pub" -gt 20 ] || fail "only $n_pub public functions found in wisp.h: the declaration scan is broken"
+ok
+
+# the probe: a symbol that is exported but unlisted must be reported
+sed '1d' "$D/internal" | comm -23 "$D/exported" - | comm -23 - "$D/public" >"$D/probe"
+[ "$(wc -l <"$D/probe")" -eq 1 ] || fail "dropping one listed symbol should leave exactly it unlisted"
+ok
+
+leaks=$(grep -oE '^#include "[a-z_0-9]+\.h"' "$here/core/wisp.h" | sed 's/#include //; s/"//g' | tr '\n' ' ')
+echo "public functions: $n_pub in wisp.h, $(wc -l <"$D/public_elsewhere") declared elsewhere ($(tr '\n' ' ' <"$D/public_elsewhere"));" \
+    "internal exports: $((n_int - $(wc -l <"$D/public_elsewhere"))); internal headers wisp.h still includes: ${leaks:-none}"
+done_ok
