@@ -45,6 +45,15 @@ for model in stories260K synthetic/syn-llama-gqa-q4_0; do
     done
 done
 
+# shard 1 with metadata only (gguf-split --no-tensor-first-split)
+src=$SHARED/models/stories260K.gguf
+python3 "$split_tool" "$src" "$D/meta" 3 --no-tensors-first > /dev/null || fail "splitting with an empty first shard"
+"$WISP" info -m "$D/meta-00001-of-00003.gguf" --tensors | grep -q "token_embd.weight" || fail "no tensors listed"; ok
+a=$("$WISP" run -m "$src" -p "Once upon a time" -n 24 --temp 0 -q -t 2)
+b=$("$WISP" run -m "$D/meta-00002-of-00003.gguf" -p "Once upon a time" -n 24 --temp 0 -q -t 2) ||
+    fail "run with an empty first shard failed"
+[ "$a" = "$b" ] || fail "an empty first shard changed the text"; ok
+
 # the other commands that take -m open shards the same way
 src=$SHARED/models/stories260K.gguf
 first=$D/stories260K-00001-of-00003.gguf

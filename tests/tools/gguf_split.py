@@ -5,8 +5,10 @@ is a whole GGUF; shard 1 carries the input's metadata, each shard carries
 split.no (u16, 0-based), split.count (u16) and split.tensors.count (i32);
 tensor offsets are relative to each shard's own data section).
 
-usage: gguf_split.py IN.gguf OUT_PREFIX N [--hostile KIND]
+usage: gguf_split.py IN.gguf OUT_PREFIX N [--no-tensors-first] [--hostile KIND]
 writes OUT_PREFIX-00001-of-0000N.gguf ... and prints their paths.
+--no-tensors-first: shard 1 holds only the metadata (gguf-split's
+--no-tensor-first-split), the tensors go to shards 2..N.
 KIND makes a broken set for the refusal tests:
   count       shard 2 says split.count = N + 1
   dup-tensor  shard 1's last tensor is also in shard 2 (counts kept consistent)
@@ -110,6 +112,9 @@ def write_shard(path, version, kvs, alignment, tensors):
 def main():
     args = sys.argv[1:]
     hostile = None
+    empty_first = '--no-tensors-first' in args
+    if empty_first:
+        args.remove('--no-tensors-first')
     if '--hostile' in args:
         i = args.index('--hostile')
         hostile = args[i + 1]
@@ -121,9 +126,11 @@ def main():
     if not 2 <= n <= len(tensors):
         sys.exit('gguf_split: N must be in 2..%d' % len(tensors))
     kvs = [kv for kv in kvs if not kv[0].startswith(b'split.')]
-    parts = [tensors[len(tensors) * k // n:len(tensors) * (k + 1) // n] for k in range(n)]
+    first = 1 if empty_first else 0  # the shards that hold tensors: first..n-1
+    parts = [[] for _ in range(first)] + [tensors[len(tensors) * k // (n - first):len(tensors) * (k + 1) // (n - first)]
+                                          for k in range(n - first)]
     if hostile == 'dup-tensor':
-        parts[1] = [parts[0][-1]] + parts[1]
+        parts[1] = [parts[first][-1]] + parts[1] if first == 0 else parts[1] + [parts[1][0]]
     total = sum(len(p) for p in parts) + (hostile == 'total')
     for k in range(n):
         count = n + 1 if hostile == 'count' and k == 1 else n
