@@ -76,13 +76,13 @@ static bool open_shards(cli_file *f, wisp_gguf *g, const char *path, size_t pref
         }
     }
     bool ok = open_one(f, &views[0], names[0]);
-    unsigned opened = 0;
-    for (; ok && opened + 1 < count; opened++) ok = open_one(&more[opened], &views[opened + 1], names[opened + 1]);
+    for (unsigned k = 0; ok && k + 1 < count; k++) ok = open_one(&more[k], &views[k + 1], names[k + 1]);
     if (ok) {
         f->more_shards = more;
         f->n_more_shards = count - 1;
         f->shard_views = views;
         f->path = path;
+        for (unsigned k = 0; k + 1 < count; k++) more[k].path = NULL; /* their names are freed below */
         uint32_t bad = 0;
         wisp_error err = {0};
         if (wisp_gguf_link_shards(views, count, &bad, &err)) {
@@ -95,10 +95,10 @@ static bool open_shards(cli_file *f, wisp_gguf *g, const char *path, size_t pref
         free(names);
         return true;
     }
-    if (opened > 0 || f->data) { /* close what did open */
-        for (unsigned k = 0; k + 1 < count && more[k].data; k++) cli_file_close(&more[k]);
-        if (f->data) cli_file_close(f);
-    }
+    /* close what did open (a file that failed is closed already) */
+    for (unsigned k = 0; k + 1 < count; k++)
+        if (more[k].data) cli_file_close(&more[k]);
+    if (f->data) cli_file_close(f);
     free(names), free(views), free(more);
     return false;
 }
