@@ -138,7 +138,7 @@ void cli_file_release(cli_file *f, const void *p, size_t n) {
     drop_huge_pages(f, merged.lo, merged.hi);
 }
 
-long long cli_file_huge_bytes(const cli_file *f) {
+static long long huge_bytes_one(const cli_file *f) {
     if (!f->mapped) return -1;
     FILE *smaps = fopen("/proc/self/smaps", "r");
     if (!smaps) return -1;
@@ -158,5 +158,14 @@ long long cli_file_huge_bytes(const cli_file *f) {
         if (inside && sscanf(line, "FilePmdMapped: %lld kB", &kb) == 1) huge = (huge < 0 ? 0 : huge) + kb * 1024;
     }
     fclose(smaps);
+    return huge;
+}
+
+long long cli_file_huge_bytes(const cli_file *f) {
+    long long huge = huge_bytes_one(f);
+    for (size_t i = 0; huge >= 0 && i < f->n_more_shards; i++) { /* a split model: every shard's mapping */
+        long long more = huge_bytes_one(&f->more_shards[i]);
+        huge = more < 0 ? -1 : huge + more;
+    }
     return huge;
 }

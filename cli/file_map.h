@@ -44,8 +44,9 @@ void cli_file_close(cli_file *f); /* and its other shards */
  * memory, or when there is no memory for the bookkeeping. */
 void cli_file_release(cli_file *f, const void *p, size_t n); /* p may lie in any shard */
 
-/* How many bytes of f's mapping the kernel maps in 2 MiB pages (Linux's
- * /proc/self/smaps), or -1 when it cannot tell (not mapped, no /proc). */
+/* How many bytes of f's mapping (every shard's, for a split model) the
+ * kernel maps in 2 MiB pages (Linux's /proc/self/smaps), or -1 when it
+ * cannot tell (not mapped, no /proc). */
 long long cli_file_huge_bytes(const cli_file *f);
 
 #endif
