@@ -37,11 +37,16 @@ for model in stories260K synthetic/syn-llama-gqa-q4_0; do
         # (all but the first line, which names the file)
         [ "$(wc -l < "$D/whole.json")" -gt 2 ] || fail "$name: logits printed almost nothing"
         cmp -s <(tail -n +2 "$D/whole.json") <(tail -n +2 "$D/split.json") || fail "$name/$n: the split model's logits differ"; ok
-        # the plan does not depend on the split
-        "$WISP" plan -m "$src" -c 64 | grep -v "^[^ ]*$src" > "$D/plan-whole" || fail "$name: plan"
-        "$WISP" plan -m "$first" -c 64 | grep -v "^[^ ]*$first" > "$D/plan-split" || fail "$name/$n: plan"
-        diff <(grep -i "total\|arena" "$D/plan-whole") <(grep -i "total\|arena" "$D/plan-split") >/dev/null ||
-            fail "$name/$n: the plans differ: $(diff "$D/plan-whole" "$D/plan-split")"; ok
+        # the plan does not depend on the split, and is exact for it: the
+        # planned arena runs, one byte less fails naming the shortfall
+        pw=$("$WISP" plan -m "$src" --ctx 96 -t 2 --json | sed -n 's/.*"total_bytes": \([0-9]*\).*/\1/p')
+        ps=$("$WISP" plan -m "$first" --ctx 96 -t 2 --json | sed -n 's/.*"total_bytes": \([0-9]*\).*/\1/p')
+        [ -n "$pw" ] && [ "$pw" = "$ps" ] || fail "$name/$n: the plans differ: '$pw' whole, '$ps' split"; ok
+        "$WISP" run -m "$first" -p "Once upon a time" -n 32 --temp 0 --ctx 96 -t 2 -q --arena "$ps" > /dev/null ||
+            fail "$name/$n: the planned arena ($ps) failed"
+        out=$("$WISP" run -m "$first" -p "Once upon a time" -n 32 --temp 0 --ctx 96 -t 2 -q --arena $((ps - 1)) 2>&1) &&
+            fail "$name/$n: one byte less still ran"
+        case $out in *"1 bytes short"*) ok ;; *) fail "$name/$n: unclear error for a short arena: $out" ;; esac
     done
 done
 

@@ -3,7 +3,8 @@
 // (tests/tools/gguf_split.py, llama.cpp's gguf-split layout) loads from a
 // list of paths, from the list's bytes, from the name of any one shard and
 // over HTTP from one shard's URL, and gives the single file's greedy token
-// ids, text and embedding exactly, with the same plan; broken sets are
+// ids, text and embedding exactly, with the same plan (on 2 threads too:
+// the threaded build); broken sets are
 // refused with errors naming the shard.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -57,6 +58,14 @@ for (const n of [2, 3]) {
   await same(a, `${n} shards from a list of paths`);
   await same(await wisp.loadModel(files[n - 1], opts), `${n} shards from the last shard's path`);
   await same(await wisp.loadModel(files.map((f) => new Uint8Array(readFileSync(f))), opts), `${n} shards from bytes`);
+  if (n === 3) { // the threaded build reads split models the same way
+    const mt = await wisp.loadModel(files, { ...opts, threads: 2 });
+    checkEqual(mt.info.build, 'threaded', 'threads: 2 runs the threaded build');
+    const got = await answers(mt);
+    checkEqual(got.ids, want.ids, '3 shards on 2 threads: greedy token ids');
+    checkEqual(got.text, want.text, '3 shards on 2 threads: greedy text');
+    mt.dispose();
+  }
   const p = await wisp.plan(files[0], opts);
   checkEqual(p.shards, n, `plan of ${n} shards: shards`);
   checkEqual(p.fileBytes, bytes, `plan of ${n} shards: fileBytes is every shard's`);
