@@ -151,7 +151,10 @@ export class Model {
       if (options.kernels !== undefined) kernels = engine.scratchString(String(options.kernels), 'second_key');
       if (engine.mod._ww_init(ptr, engine.config(cfg), kernels) !== 0) throw engine.error(ptr);
       const model = new Model(engine, ptr, names[0], cfg.whyNotThreaded);
-      model.info.cache = srcs.length === 1 ? srcs[0].cache : srcs.map((s) => s.cache);
+      // a split model: each shard's cache outcome, and theirs if they agree
+      const caches = srcs.map((s) => s.cache);
+      model.info.cache = caches.every((c) => c === caches[0]) ? caches[0] : 'mixed (see shardCache)';
+      if (srcs.length > 1) model.info.shardCache = caches;
       model.info.shards = srcs.length;
       return model;
     } catch (e) {

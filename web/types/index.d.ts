@@ -311,8 +311,10 @@ export interface ModelInfo {
   /** the engine build: 'threaded' (wasm threads) or 'single' */
   build: 'threaded' | 'single';
   source: string;
-  /** for a URL: 'hit' (read from the cache), 'stored' (downloaded and kept), or why it was not cached; one per shard for a split model */
-  cache?: string | string[];
+  /** for a URL: 'hit' (read from the cache), 'stored' (downloaded and kept), or why it was not cached (a split model: the shards' if they agree, else 'mixed (see shardCache)') */
+  cache?: string;
+  /** a split model: cache's answer for each shard */
+  shardCache?: string[];
   /** the files the model was loaded from (1 unless split) */
   shards: number;
 }
