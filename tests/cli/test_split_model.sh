@@ -80,6 +80,12 @@ a=$("$WISP" run -m "$src" --lora "$D/ft-stories260K/adapter.gguf" -p "Once" -n 1
 b=$("$WISP" run -m "$first" --lora "$D/ft-stories260K-00001-of-00003/adapter.gguf" -p "Once" -n 16 --temp 0 -q) ||
     fail "run on the split model with its adapter"
 [ "$a" = "$b" ] || fail "the adapter trained on the split model generates differently"; ok
+e1=$("$WISP" embed -m "$src" -p "The dog ran to the park.") || fail "embed whole"
+e2=$("$WISP" embed -m "$first" -p "The dog ran to the park.") || fail "embed split"
+[ -n "$e1" ] && [ "$e1" = "$e2" ] || fail "embed differs on the split model"; ok
+p1=$("$WISP" perplexity -m "$src" -f "$D/train.txt" --ctx 64 2>&1 | tail -1) || fail "perplexity whole"
+p2=$("$WISP" perplexity -m "$first" -f "$D/train.txt" --ctx 64 2>&1 | tail -1) || fail "perplexity split"
+[ -n "$p1" ] && [ "$p1" = "$p2" ] || fail "perplexity differs on the split model: '$p1' vs '$p2'"; ok
 # quantize reads a split model and writes one file, without the split.* keys
 "$WISP" quantize "$first" "$D/merged.gguf" f32 -t 1 2>/dev/null || fail "quantize from a split model failed"
 "$WISP" info -m "$D/merged.gguf" | head -1 | grep -q " in .* shards" && fail "the merged file says it has shards"

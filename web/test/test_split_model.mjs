@@ -55,6 +55,7 @@ for (const n of [2, 3]) {
   const bytes = files.reduce((a, f) => a + statSync(f).size, 0);
   const a = await wisp.loadModel(files, opts);
   checkEqual(a.info.shards, n, `${n} shards: info.shards`);
+  checkEqual(a.info.shardCache?.length, n, `${n} shards: info.shardCache has one answer per shard`);
   await same(a, `${n} shards from a list of paths`);
   await same(await wisp.loadModel(files[n - 1], opts), `${n} shards from the last shard's path`);
   await same(await wisp.loadModel(files.map((f) => new Uint8Array(readFileSync(f))), opts), `${n} shards from bytes`);
