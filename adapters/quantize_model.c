@@ -108,23 +108,31 @@ int64_t wisp_tensor_rows(const wisp_gguf_tensor *t) { return t->ne[1] * t->ne[2]
 
 static bool is_float_type(uint32_t t) { return t == WISP_TYPE_F32 || t == WISP_TYPE_F16 || t == WISP_TYPE_BF16; }
 
+/* Input metadata the output does not copy: the split.* keys of a gguf-split
+ * input, and unless the types are kept, the file-type facts it replaces. */
+static bool dropped_key(const wisp_gguf_kv *kv, bool keep) {
+    if (kv->key.len > 6 && memcmp(kv->key.ptr, "split.", 6) == 0) return true;
+    return !keep && (wisp_str_eq(kv->key, "general.file_type") || wisp_str_eq(kv->key, "general.quantization_version"));
+}
+
 wisp_status wisp_model_rewrite_header(const wisp_gguf *in, const wisp_qtarget *target, const uint32_t *out_types,
                                       wisp_sink *sink, wisp_error *err) {
     const bool keep = target->recipe == WISP_QRECIPE_KEEP;
     bool quantized = false;
-    for (uint64_t i = 0; i < in->n_tensors; i++) quantized |= !is_float_type(out_types[i]);
-    /* metadata: everything of the input, file type facts replaced */
+    const uint64_t n_tensors = wisp_gguf_tensor_count(in); /* over every shard of a split input */
+    for (uint64_t i = 0; i < n_tensors; i++) quantized |= !is_float_type(out_types[i]);
+    /* metadata: everything of the input, file type facts replaced; a split
+     * input's split.* keys are dropped, the output being one file */
     uint64_t n_kv = 0;
     size_t cursor = 0;
     wisp_gguf_kv kv;
     while (wisp_gguf_next_kv(in, &cursor, &kv))
-        n_kv += keep || !(wisp_str_eq(kv.key, "general.file_type") || wisp_str_eq(kv.key, "general.quantization_version"));
+        n_kv += !dropped_key(&kv, keep);
     if (!keep) n_kv += 1 + quantized;
-    wisp_status st = wisp_gguf_write_header(sink, in->n_tensors, n_kv, err);
+    wisp_status st = wisp_gguf_write_header(sink, n_tensors, n_kv, err);
     cursor = 0;
     while (!st && wisp_gguf_next_kv(in, &cursor, &kv)) {
-        if (!keep && (wisp_str_eq(kv.key, "general.file_type") || wisp_str_eq(kv.key, "general.quantization_version")))
-            continue;
+        if (dropped_key(&kv, keep)) continue;
         st = wisp_gguf_write_kv_copy(sink, &kv, err);
     }
     if (!st && !keep) st = wisp_gguf_write_kv_u32(sink, "general.file_type", wisp_qtarget_file_type(target), err);

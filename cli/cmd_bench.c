@@ -150,7 +150,7 @@ int cmd_bench(int argc, char **argv) {
     int threads = wisp_ctx_config(ctx)->threads.n_threads;
     uint64_t per_token = decode_bytes_per_token(wisp_ctx_model(ctx));
     size_t weight_bytes = s.plan.weight_bytes, packed = s.plan.part[WISP_PART_PACKED_WEIGHTS];
-    size_t arena = s.arena_size, file_bytes = s.file.size;
+    size_t arena = s.arena_size, file_bytes = (size_t)wisp_gguf_total_bytes(&s.gguf); /* all shards */
     long long huge = cli_file_huge_bytes(&s.file);
     free(tokens);
     cli_session_close(&s);

@@ -30,8 +30,11 @@ int cmd_info(int argc, char **argv) {
     wisp_gguf g;
     if (!cli_open_gguf(&f, &g, mo.model)) return CLI_FAIL;
 
-    printf("%s: GGUF v%u, %llu tensors, %llu metadata keys, %zu bytes\n", mo.model, g.version,
-           (unsigned long long)g.n_tensors, (unsigned long long)g.n_kv, g.size);
+    printf("%s: GGUF v%u, %llu tensors, %llu metadata keys, %llu bytes", mo.model, g.version,
+           (unsigned long long)wisp_gguf_tensor_count(&g), (unsigned long long)g.n_kv,
+           (unsigned long long)wisp_gguf_total_bytes(&g));
+    if (wisp_gguf_shard_count(&g) > 1) printf(" in %u shards", wisp_gguf_shard_count(&g));
+    printf("\n");
     print_str_kv(&g, "general.name", "name");
     print_str_kv(&g, "general.architecture", "architecture");
     wisp_hparams hp;

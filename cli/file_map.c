@@ -69,6 +69,9 @@ bool cli_file_open(cli_file *f, const char *path) {
 }
 
 void cli_file_close(cli_file *f) {
+    for (size_t i = 0; i < f->n_more_shards; i++) cli_file_close(&f->more_shards[i]);
+    free(f->more_shards);
+    free(f->shard_views);
     free(f->released);
 #if CLI_HAVE_MMAP
     if (f->mapped) munmap((void *)f->data, f->size);
@@ -102,7 +105,11 @@ static void drop_huge_pages(const cli_file *f, size_t lo, size_t hi) {
 
 void cli_file_release(cli_file *f, const void *p, size_t n) {
     const uintptr_t at = (uintptr_t)p, base = (uintptr_t)f->data;
-    if (!f->mapped || at < base || at - base > f->size || n > f->size - (at - base)) return;
+    if (at < base || at - base > f->size || n > f->size - (at - base)) {
+        for (size_t i = 0; i < f->n_more_shards; i++) cli_file_release(&f->more_shards[i], p, n);
+        return;
+    }
+    if (!f->mapped) return;
     if (f->n_released == f->cap_released) {
         size_t cap = f->cap_released ? 2 * f->cap_released : 64;
         cli_byte_range *r = realloc(f->released, cap * sizeof *r);
@@ -131,7 +138,7 @@ void cli_file_release(cli_file *f, const void *p, size_t n) {
     drop_huge_pages(f, merged.lo, merged.hi);
 }
 
-long long cli_file_huge_bytes(const cli_file *f) {
+static long long huge_bytes_one(const cli_file *f) {
     if (!f->mapped) return -1;
     FILE *smaps = fopen("/proc/self/smaps", "r");
     if (!smaps) return -1;
@@ -151,5 +158,14 @@ long long cli_file_huge_bytes(const cli_file *f) {
         if (inside && sscanf(line, "FilePmdMapped: %lld kB", &kb) == 1) huge = (huge < 0 ? 0 : huge) + kb * 1024;
     }
     fclose(smaps);
+    return huge;
+}
+
+long long cli_file_huge_bytes(const cli_file *f) {
+    long long huge = huge_bytes_one(f);
+    for (size_t i = 0; huge >= 0 && i < f->n_more_shards; i++) { /* a split model: every shard's mapping */
+        long long more = huge_bytes_one(&f->more_shards[i]);
+        huge = more < 0 ? -1 : huge + more;
+    }
     return huge;
 }

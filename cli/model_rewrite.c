@@ -67,16 +67,16 @@ static int terms_for(const cli_rewrite *r, const wisp_gguf_tensor *t, wisp_merge
 static void print_summary(const cli_rewrite *r, const uint32_t *out_types, uint64_t bytes, double secs,
                           int n_merged) {
     int count[WISP_TYPE_COUNT] = {0};
-    for (uint64_t i = 0; i < r->in->n_tensors; i++)
+    for (uint64_t i = 0; i < wisp_gguf_tensor_count(r->in); i++)
         if (out_types[i] < WISP_TYPE_COUNT) count[out_types[i]]++;
-    fprintf(stderr, "wrote %s: %llu tensors (", r->out_path, (unsigned long long)r->in->n_tensors);
+    fprintf(stderr, "wrote %s: %llu tensors (", r->out_path, (unsigned long long)wisp_gguf_tensor_count(r->in));
     bool first = true;
     for (int t = 0; t < WISP_TYPE_COUNT; t++)
         if (count[t]) {
             fprintf(stderr, "%s%d %s", first ? "" : ", ", count[t], type_name(t));
             first = false;
         }
-    fprintf(stderr, "), %.1f MB -> %.1f MB in %.1f s", (double)r->in->size / 1e6, (double)bytes / 1e6, secs);
+    fprintf(stderr, "), %.1f MB -> %.1f MB in %.1f s", (double)wisp_gguf_total_bytes(r->in) / 1e6, (double)bytes / 1e6, secs);
     if (n_merged) fprintf(stderr, "; %d adapter pairs merged", n_merged);
     fprintf(stderr, "\n");
 }
@@ -116,7 +116,7 @@ void cli_rewrite_layers(const wisp_gguf *g, int32_t *n_layers, bool *tied) {
 bool cli_rewrite_run(const cli_rewrite *r) {
     const wisp_gguf *in = r->in;
     const double start = cli_now();
-    uint32_t *out_types = calloc(in->n_tensors ? in->n_tensors : 1, sizeof *out_types);
+    uint32_t *out_types = calloc(wisp_gguf_tensor_count(in) ? wisp_gguf_tensor_count(in) : 1, sizeof *out_types);
     int n_threads = r->n_threads > 0 ? r->n_threads : cli_default_threads();
     float **scratch = calloc((size_t)n_threads, sizeof *scratch);
     if (!out_types || !scratch) {
@@ -193,7 +193,7 @@ bool cli_rewrite_run(const cli_rewrite *r) {
             double now = cli_now();
             if (progress && now - last_print > 0.2) {
                 fprintf(stderr, "\r[%3llu/%3llu] %-32.*s %-6s %3d%%", (unsigned long long)i + 1,
-                        (unsigned long long)in->n_tensors, (int)(t.name.len > 32 ? 32 : t.name.len), t.name.ptr,
+                        (unsigned long long)wisp_gguf_tensor_count(in), (int)(t.name.len > 32 ? 32 : t.name.len), t.name.ptr,
                         type_name(out_type), total ? (int)(100.0 * (double)done / (double)total) : 100);
                 fflush(stderr);
                 last_print = now;

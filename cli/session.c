@@ -42,21 +42,6 @@ const wisp_kernels *cli_kernels(void) {
     return chosen;
 }
 
-bool cli_open_gguf(cli_file *f, wisp_gguf *g, const char *path) {
-    if (!path) {
-        fprintf(stderr, "wisp: no model given (use -m PATH/TO/MODEL.gguf)\n");
-        return false;
-    }
-    if (!cli_file_open(f, path)) return false;
-    wisp_error err = {0};
-    if (wisp_gguf_open(g, f->data, f->size, &err)) {
-        cli_report(path, &err);
-        cli_file_close(f);
-        return false;
-    }
-    return true;
-}
-
 /* A packed weight's original is read again only for embedding rows, the
  * backward pass or merging: its pages need not stay in the process, which
  * keeps peak memory near one copy of the weights rather than two. Training

@@ -51,7 +51,9 @@ typedef struct cli_session {
 bool cli_session_open(cli_session *s, const cli_model_opts *o, const wisp_config *cfg);
 void cli_session_close(cli_session *s);
 
-/* Map and parse a GGUF only (for commands that need no context). */
+/* Map and parse a GGUF only (for commands that need no context). A path
+ * named like a gguf-split shard (NAME-00002-of-00003.gguf, any of the
+ * shards) maps all N shards and links them into one model (cli/gguf_shards.c). */
 bool cli_open_gguf(cli_file *f, wisp_gguf *g, const char *path);
 
 /* The kernel table for this machine (or as forced by WISP_KERNELS). */

@@ -27,6 +27,8 @@ const char *wisp_gguf_vtype_name(uint32_t t) {
     return t < WISP_GGUF_VTYPE_COUNT ? names[t] : "invalid";
 }
 
+static bool next_tensor_in(const wisp_gguf *g, size_t *cursor, wisp_gguf_tensor *t);
+
 /* A bounds-checked cursor over the header bytes. Every read checks that the
  * bytes exist; `what` names the field in the error message. */
 typedef struct reader {
@@ -252,12 +254,12 @@ wisp_status wisp_gguf_open(wisp_gguf *g, const void *bytes, size_t size, wisp_er
     uint8_t seen_names[SEEN_FILTER_BYTES] = {0};
     size_t cur = 0;
     wisp_gguf_tensor t;
-    while (wisp_gguf_next_tensor(g, &cur, &t)) {
+    while (next_tensor_in(g, &cur, &t)) {
         if ((s = check_tensor_extent(g, &t, err))) return s;
         if (!seen_before(seen_names, t.name)) continue;
         size_t cur2 = 0;
         wisp_gguf_tensor u;
-        while (wisp_gguf_next_tensor(g, &cur2, &u) && cur2 < cur)
+        while (next_tensor_in(g, &cur2, &u) && cur2 < cur)
             if (u.name.len == t.name.len && memcmp(u.name.ptr, t.name.ptr, t.name.len) == 0)
                 return wisp_fail(err, WISP_ERR_FORMAT, "tensor '%.*s' appears twice", (int)t.name.len, t.name.ptr);
     }
@@ -273,7 +275,8 @@ bool wisp_gguf_next_kv(const wisp_gguf *g, size_t *cursor, wisp_gguf_kv *kv) {
     return true;
 }
 
-bool wisp_gguf_next_tensor(const wisp_gguf *g, size_t *cursor, wisp_gguf_tensor *t) {
+/* The tensor walk of one file, its cursor a position in that file. */
+static bool next_tensor_in(const wisp_gguf *g, size_t *cursor, wisp_gguf_tensor *t) {
     size_t pos = *cursor ? *cursor : g->tensors_start;
     if (pos >= g->data_start || g->n_tensors == 0) return false;
     reader r = {g->bytes, g->size, pos, NULL};
@@ -291,6 +294,44 @@ bool wisp_gguf_next_tensor(const wisp_gguf *g, size_t *cursor, wisp_gguf_tensor 
         if (t->offset <= g->size - g->data_start) t->data = g->bytes + g->data_start + t->offset;
     }
     return true;
+}
+
+/* Shard k of g's model; shard 0 is g itself (a copy of shards[0] works). */
+static const wisp_gguf *shard_at(const wisp_gguf *g, uint32_t k) { return k == 0 ? g : &g->shards[k]; }
+
+uint32_t wisp_gguf_shard_count(const wisp_gguf *g) { return g->shards && g->n_shards > 1 ? g->n_shards : 1; }
+
+bool wisp_gguf_next_tensor(const wisp_gguf *g, size_t *cursor, wisp_gguf_tensor *t) {
+    /* shard k's header occupies [base_k, base_k + data_start_k) of the cursor
+     * space: its own position p maps to base_k + p, and base_k itself (p = 0)
+     * is its start, which is also where the previous shard's walk ends */
+    size_t base = 0;
+    for (uint32_t k = 0, n = wisp_gguf_shard_count(g); k < n; k++) {
+        const wisp_gguf *s = shard_at(g, k);
+        size_t end = base + s->data_start;
+        if (*cursor < end) {
+            size_t local = *cursor > base ? *cursor - base : 0;
+            if (next_tensor_in(s, &local, t)) {
+                *cursor = base + local;
+                return true;
+            }
+            *cursor = end;
+        }
+        base = end;
+    }
+    return false;
+}
+
+uint64_t wisp_gguf_tensor_count(const wisp_gguf *g) {
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < wisp_gguf_shard_count(g); k++) n += shard_at(g, k)->n_tensors;
+    return n;
+}
+
+uint64_t wisp_gguf_total_bytes(const wisp_gguf *g) {
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < wisp_gguf_shard_count(g); k++) n += shard_at(g, k)->size;
+    return n;
 }
 
 bool wisp_gguf_find_kv(const wisp_gguf *g, const char *key, wisp_gguf_kv *kv) {

@@ -50,6 +50,13 @@ typedef struct wisp_gguf {
     size_t tensors_start; /* offset of the first tensor info */
     size_t data_start;    /* offset of the (aligned) data section */
     uint32_t alignment;
+    /* llama.cpp's gguf-split: the first shard of a model split over several
+     * files links every shard here (wisp_gguf_link_shards); tensor walks and
+     * lookups then cover all of them, each tensor pointing into its own
+     * shard's bytes, while metadata comes from the first shard alone. NULL
+     * for a model in one file. n_tensors and size stay this file's own. */
+    const struct wisp_gguf *shards; /* [n_shards], shards[0] being this file */
+    uint32_t n_shards;
 } wisp_gguf;
 
 typedef struct wisp_gguf_kv {
@@ -75,11 +82,36 @@ typedef struct wisp_gguf_tensor {
  * Fails with WISP_ERR_FORMAT naming the first problem found. */
 wisp_status wisp_gguf_open(wisp_gguf *g, const void *bytes, size_t size, wisp_error *err);
 
+/* Link the n shards of a gguf-split model, each already opened with
+ * wisp_gguf_open, given in file order (NAME-00001-of-0000N first). Checks
+ * that split.count = n in every shard, that shard i has split.no = i (so each
+ * is present exactly once), that the shards' tensor counts add up to
+ * split.tensors.count, that no tensor name appears in two shards, and that
+ * the later shards hold no metadata but split.* (and general.alignment): the
+ * model's metadata is the first shard's. On success shards[0] is the whole
+ * model (pass it wherever one file's wisp_gguf goes); `shards` must outlive
+ * it and every copy. On failure *bad_shard (if given) is the index of the
+ * shard the message names. n = 1 links a lone file with split.count 1. */
+wisp_status wisp_gguf_link_shards(wisp_gguf *shards, uint32_t n, uint32_t *bad_shard, wisp_error *err);
+
+/* Shards of the model g is (1 for one file) and its tensors over all of them. */
+uint32_t wisp_gguf_shard_count(const wisp_gguf *g);
+uint64_t wisp_gguf_tensor_count(const wisp_gguf *g);
+/* File bytes over all shards. */
+uint64_t wisp_gguf_total_bytes(const wisp_gguf *g);
+
+/* Refuse a shard of a split model opened on its own (split.count > 1, not
+ * linked): its tensors are only part of the model. Named, never guessed. */
+wisp_status wisp_gguf_check_whole(const wisp_gguf *g, wisp_error *err);
+
 /* Bytes of a value of scalar type `t` (0 for string/array/invalid). */
 size_t wisp_gguf_vtype_size(uint32_t t);
 const char *wisp_gguf_vtype_name(uint32_t t);
 
-/* Sequential walks (O(1) per step). Start with cursor = 0; return false at end. */
+/* Sequential walks (O(1) per step, O(shards) for a split model). Start with
+ * cursor = 0; return false at end. The tensor walk covers every linked shard,
+ * in shard order; its cursor is a position in the shards' headers laid end
+ * to end. */
 bool wisp_gguf_next_kv(const wisp_gguf *g, size_t *cursor, wisp_gguf_kv *kv);
 bool wisp_gguf_next_tensor(const wisp_gguf *g, size_t *cursor, wisp_gguf_tensor *t);
 

@@ -276,6 +276,8 @@ static wisp_status read_attention_variants(const wisp_gguf *g, const wisp_arch_r
 
 wisp_status wisp_hparams_read(const wisp_gguf *g, wisp_hparams *hp, wisp_error *err) {
     memset(hp, 0, sizeof *hp);
+    wisp_status whole = wisp_gguf_check_whole(g, err);
+    if (whole) return whole;
     wisp_str arch_s;
     if (!wisp_gguf_get_str(g, "general.architecture", &arch_s))
         return wisp_fail(err, WISP_ERR_NOT_FOUND, "metadata 'general.architecture' is missing");

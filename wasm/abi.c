@@ -245,6 +245,7 @@ API void ww_close(ww_model *m) {
     free(m->ids);
     free(m->io);
     free(m->embedding);
+    ww_shards_free(m);
     free(m->bytes);
     free(m);
 }
@@ -265,7 +266,7 @@ void ww_plan_out(const ww_model *m, const wisp_memory_plan *p, ww_plan_figures *
     out->total = (double)p->total;
     for (int i = 0; i < WISP_PART_COUNT; i++) out->part[i] = (double)p->part[i];
     out->weights = (double)p->weight_bytes;
-    out->file_bytes = (double)m->gguf.size;
+    out->file_bytes = (double)wisp_gguf_total_bytes(&m->gguf); /* every shard's */
     out->n_ctx = p->cfg.n_ctx;
     out->n_batch = p->cfg.n_batch;
     out->kv_f32 = p->cfg.kv_type == WISP_TYPE_F32;

@@ -34,6 +34,7 @@ typedef struct ww_model {
     int32_t pending;  /* sampled and returned, not yet evaluated; -1 if none */
     void *guided;     /* the grammar constraining generation, owned: abi_guide.c (NULL: none) */
     float *embedding; /* [dim] the last embedding, owned: abi_embed.c (NULL until the first) */
+    void *shards;     /* shards 2..N of a split model and their views, owned: abi_shards.c (NULL: one file) */
     wisp_error err;
 } ww_model;
 
@@ -98,5 +99,12 @@ wisp_sink ww_js_sink(void);
  * could not sample ended because the grammar is complete, else 0 (ww_error says why). */
 void ww_guide_clear(ww_model *m);
 int32_t ww_guide_finished(ww_model *m);
+
+/* How many bytes of a GGUF's start planning needs (abi.c): 0 when the
+ * header is all in prefix[0..n), more than n when not, -1 if malformed. */
+int32_t ww_header_need(const uint8_t *prefix, size_t n);
+
+/* Free a model's split shards (abi_shards.c). */
+void ww_shards_free(ww_model *m);
 
 #endif

@@ -2,7 +2,10 @@
  * pair and tensor, read hyperparameters, plan, and when the plan is small,
  * initialise a context (tokenizer tables included) and run a few tokens,
  * with the scalar reference kernels or (inputs of odd length) the best SIMD
- * level this CPU has, so hostile shapes reach the fast paths too. */
+ * level this CPU has, so hostile shapes reach the fast paths too. An input
+ * holding a second "GGUF" magic is also read as a split model: the bytes
+ * before it and from it on as shards 1 and 2 (wisp_gguf_link_shards), so the
+ * split checks and the walks across shards see hostile sets too. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,15 +37,11 @@ static const wisp_kernels *best_kernels(void) {
 
 static volatile uint8_t touched; /* reads of tensor bytes that must not be optimised away */
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    /* a private, 64-byte aligned copy so F32 tensors are aligned as in mmap */
-    uint8_t *bytes = aligned_alloc(64, (size + 64) & ~(size_t)63);
-    if (!bytes) return 0;
-    memcpy(bytes, data, size);
-    wisp_gguf g;
+/* Walk, plan, and when small, run the model g stands for. */
+static void exercise(const wisp_gguf *model, size_t size) {
+    const wisp_gguf g = *model;
     wisp_error err;
-    if (wisp_gguf_open(&g, bytes, size, &err) == WISP_OK) {
+    {
         size_t cur = 0;
         wisp_gguf_kv kv;
         while (wisp_gguf_next_kv(&g, &cur, &kv)) {
@@ -83,6 +82,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             free(arena);
         }
     }
+}
+
+/* A private, 64-byte aligned copy so F32 tensors are aligned as in mmap. */
+static uint8_t *aligned_copy(const uint8_t *data, size_t size) {
+    uint8_t *bytes = aligned_alloc(64, (size + 64) & ~(size_t)63);
+    if (bytes) memcpy(bytes, data, size);
+    return bytes;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    uint8_t *bytes = aligned_copy(data, size);
+    if (!bytes) return 0;
+    wisp_gguf g;
+    wisp_error err;
+    if (wisp_gguf_open(&g, bytes, size, &err) == WISP_OK) exercise(&g, size);
     free(bytes);
+    /* two shards, split at the second magic */
+    const uint8_t *second = NULL;
+    for (size_t i = 4; !second && i + 4 <= size; i++)
+        if (memcmp(data + i, "GGUF", 4) == 0) second = data + i;
+    if (!second) return 0;
+    size_t n0 = (size_t)(second - data), n1 = size - n0;
+    uint8_t *b0 = aligned_copy(data, n0), *b1 = aligned_copy(second, n1);
+    wisp_gguf shards[2];
+    uint32_t bad;
+    if (b0 && b1 && wisp_gguf_open(&shards[0], b0, n0, &err) == WISP_OK &&
+        wisp_gguf_open(&shards[1], b1, n1, &err) == WISP_OK && wisp_gguf_link_shards(shards, 2, &bad, &err) == WISP_OK)
+        exercise(&shards[0], size);
+    free(b0);
+    free(b1);
     return 0;
 }

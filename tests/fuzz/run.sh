@@ -155,6 +155,11 @@ for name in "${names[@]}"; do
         fuzz_gguf)
             seed "$name" "$seeds"/tiny-*.gguf "$S/models/stories260K.gguf" "$S/models/llama-2-tiny-random.gguf"
             printf 'GGUF\003\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' > "$c/min-empty"
+            # a split model: two gguf-split shards laid end to end (the harness
+            # splits at the second magic)
+            python3 "$(dirname "$0")/../tools/gguf_split.py" "$seeds/tiny-llama-q4_0.gguf" "$seeds/split" 2 > /dev/null ||
+                { echo "FAIL  cannot split a tiny model"; exit 1; }
+            cat "$seeds/split-00001-of-00002.gguf" "$seeds/split-00002-of-00002.gguf" > "$c/split-tiny-llama-q4_0"
             # a 128 KiB cap: every tiny model fits whole; larger seeds still feed the header paths
             opts+=(-max_len=131072 -rss_limit_mb=4096) ;;
         fuzz_json)

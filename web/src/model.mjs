@@ -7,6 +7,7 @@ import { chooseThreads, newEngine } from './engine.mjs';
 import { WispError, abortError } from './errors.mjs';
 import { checkFits, planPrefix } from './plan.mjs';
 import { openModelSource } from './cache.mjs';
+import { modelSources, shardError } from './shards.mjs';
 import { Lock, checkNumber, checkOptions, disposeSymbol, makeYielder, now, seedHalves, yieldToEventLoop } from './util.mjs';
 
 const END = -2;
@@ -101,14 +102,18 @@ export class Model {
   static async load(source, options = {}) {
     checkOptions('loadModel', options, LOAD_OPTIONS);
     const cfg = engineConfig(options);
-    const src = await openModelSource(source, options);
+    // one file, or the shards of a split model (shards.mjs), each its own source
+    const sources = modelSources(source);
+    const srcs = [];
     let engine = null;
     let ptr = 0;
     try {
-      // The plan from the header first: a model that cannot fit is refused
-      // before its bytes are copied (or downloaded).
-      const plan = await planPrefix(src.prefix, src.size, cfg, src.name, options);
-      checkFits(plan, src.name);
+      for (const s of sources) srcs.push(await openModelSource(s, options));
+      const names = srcs.map((s) => s.name);
+      // The plan from the header(s) first: a model that cannot fit is
+      // refused before its bytes are copied (or downloaded).
+      const plan = await planPrefix(srcs.map((s) => s.prefix), srcs.map((s) => s.size), cfg, names, options);
+      checkFits(plan, names[0]);
       engine = await newEngine({ threads: cfg.threads }).catch(async (e) => {
         if (cfg.threads === 1) throw e;
         // the threaded build did not start (a worker script that was not
@@ -117,21 +122,47 @@ export class Model {
         cfg.whyNotThreaded = `the threaded build did not start: ${e.message}`;
         return newEngine({ threads: 1 });
       });
-      const { ptr: bytes, size } = await src.into(engine, { onProgress: options.onProgress });
-      ptr = engine.mod._ww_open(bytes, size);
+      // shards one after the other; progress counts over all of them
+      const placed = [];
+      let before = 0;
+      const total = plan.fileBytes;
+      for (const src of srcs) {
+        const onProgress = options.onProgress && (srcs.length === 1 ? options.onProgress
+          : (p) => options.onProgress({ ...p, loaded: before + p.loaded, total, shard: placed.length }));
+        placed.push(await src.into(engine, { onProgress }));
+        before += placed.at(-1).size;
+      }
+      // ww_open and ww_add_shard own the bytes from here, even on failure
+      ptr = engine.mod._ww_open(placed[0].ptr, placed[0].size);
       if (!ptr) throw engine.error(0);
+      for (let i = 1; i < placed.length; i++) {
+        if (engine.mod._ww_add_shard(ptr, placed[i].ptr, placed[i].size) !== 0) {
+          for (const q of placed.slice(i + 1)) engine.free(q.ptr);
+          const err = engine.error(ptr);
+          err.message = `${names[i]}: ${err.message}`;
+          throw err;
+        }
+      }
+      if (placed.length > 1) {
+        const rc = engine.mod._ww_link_shards(ptr);
+        if (rc !== 0) throw shardError(engine, ptr, rc, names);
+      }
       let kernels = 0;
       if (options.kernels !== undefined) kernels = engine.scratchString(String(options.kernels), 'second_key');
       if (engine.mod._ww_init(ptr, engine.config(cfg), kernels) !== 0) throw engine.error(ptr);
-      const model = new Model(engine, ptr, src.name, cfg.whyNotThreaded);
-      model.info.cache = src.cache;
+      const model = new Model(engine, ptr, names[0], cfg.whyNotThreaded);
+      // a split model: each shard's cache outcome, and theirs if they agree
+      const caches = srcs.map((s) => s.cache);
+      model.info.cache = caches.every((c) => c === caches[0]) ? caches[0] : 'mixed (see shardCache)';
+      if (srcs.length > 1) model.info.shardCache = caches;
+      model.info.shards = srcs.length;
       return model;
     } catch (e) {
       if (ptr) engine.mod._ww_close(ptr);
       engine?.close();
       throw e;
     } finally {
-      await src.close();
+      for (const src of srcs) await src.close();
     }
   }
 

@@ -7,6 +7,7 @@ import { WispError } from './errors.mjs';
 import { engineConfig, planFinetune } from './model.mjs';
 import { cachedResponse } from './cache.mjs';
 import { openPrefixReader, responseSource, sourceName } from './source.mjs';
+import { modelSources, shardError } from './shards.mjs';
 import { checkOptions } from './util.mjs';
 
 let planner = null; // one small shared engine instance
@@ -17,55 +18,78 @@ export const PLAN_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapt
 export async function planSource(source, options = {}) {
   checkOptions('plan', options, PLAN_OPTIONS);
   const cfg = engineConfig(options);
-  // a model in the browser's cache is planned from there, without the network
-  const hit = options.cache === false ? null : await cachedResponse(source);
-  let reader;
-  if (hit) {
-    const src = responseSource(hit, sourceName(source), 'cache', options.signal);
-    reader = { size: src.size, read: src.prefix.read, close: src.close };
-  } else {
-    reader = await openPrefixReader(source, options);
-  }
+  const sources = modelSources(source);
+  const readers = [];
   try {
-    return await planPrefix(reader, reader.size, cfg, sourceName(source), options);
+    for (const s of sources) {
+      // a model in the browser's cache is planned from there, without the network
+      const hit = options.cache === false ? null : await cachedResponse(s);
+      if (hit) {
+        const src = responseSource(hit, sourceName(s), 'cache', options.signal);
+        readers.push({ size: src.size, read: src.prefix.read, close: src.close });
+      } else {
+        readers.push(await openPrefixReader(s, options));
+      }
+    }
+    return await planPrefix(readers, readers.map((r) => r.size), cfg, sources.map(sourceName), options);
   } finally {
-    await reader.close();
+    for (const r of readers) await r.close();
   }
 }
 
-// The plan from a reader of a file's start ({ read(n) -> the first n bytes })
-// of `fileSize` bytes (undefined if unknown).
-export async function planPrefix(reader, fileSize, cfg, name, options = {}) {
+// The plan from readers of the starts of a model's files ({ read(n) -> the
+// first n bytes }; one, or a split model's shards in order) of `fileSizes`
+// bytes (undefined where unknown); `names` name them in errors.
+export async function planPrefix(readers, fileSizes, cfg, names, options = {}) {
+  if (!Array.isArray(readers)) [readers, fileSizes, names] = [[readers], [fileSizes], [names]];
   planner ??= newEngine();
   const e = await planner;
+  const heads = [];
+  try {
+    for (let i = 0; i < readers.length; i++) heads.push(await readHeader(e, readers[i], names[i]));
+    return planHeaders(e, heads, fileSizes, cfg, names, options);
+  } finally {
+    for (const h of heads) e.free(h.p);
+  }
+}
+
+// A file's whole GGUF header into the planner's memory: { p, n } (the
+// caller frees p).
+async function readHeader(e, reader, name) {
   let want = 1 << 18; // most headers fit; large vocabularies take a few doublings
   for (;;) {
     const bytes = await reader.read(want);
     const p = e.alloc(Math.max(bytes.length, 1));
-    try {
-      e.u8.set(bytes, p);
-      const need = e.mod._ww_header_need(p, bytes.length);
-      if (need < 0) throw e.error(0);
-      if (need === 0) return planHeader(e, p, bytes.length, fileSize, cfg, name, options);
-      if (bytes.length < want) throw new WispError('format', `${name}: the file ends inside its GGUF header (${bytes.length} bytes, header needs ${need})`);
-      want = Math.max(need, want * 2);
-    } finally {
-      e.free(p);
-    }
+    e.u8.set(bytes, p);
+    const need = e.mod._ww_header_need(p, bytes.length);
+    if (need === 0) return { p, n: bytes.length };
+    e.free(p);
+    if (need < 0) throw e.error(0);
+    if (bytes.length < want) throw new WispError('format', `${name}: the file ends inside its GGUF header (${bytes.length} bytes, header needs ${need})`);
+    want = Math.max(need, want * 2);
   }
 }
 
-function planHeader(e, p, n, fileSize, cfg, name, { finetune, kernels }) {
-  const size = fileSize === undefined || fileSize > 0xffffffff ? 0xffffffff : fileSize;
-  const model = e.mod._ww_open_header(p, n, size);
+const clampSize = (size) => (size === undefined || size > 0xffffffff ? 0xffffffff : size);
+
+function planHeaders(e, heads, fileSizes, cfg, names, { finetune, kernels }) {
+  const model = e.mod._ww_open_header(heads[0].p, heads[0].n, clampSize(fileSizes[0]));
   if (!model) throw e.error(0);
   try {
-    // llama.cpp's split GGUFs (-00001-of-0000N.gguf) carry split.count: core
-    // reads single files, so a shard is refused here, named, before loading
-    const shards = e.mod._ww_meta_int(model, e.scratchString('split.count'));
-    if (shards > 1) {
-      throw new WispError('unsupported', `${name} is one of ${shards} shards of a split GGUF (split.count = ${shards}): ` +
-        "wisp reads a model from one file; merge the shards first (llama.cpp's llama-gguf-split --merge)");
+    if (heads.length > 1) {
+      for (let i = 1; i < heads.length; i++) {
+        if (e.mod._ww_add_shard_header(model, heads[i].p, heads[i].n, clampSize(fileSizes[i])) !== 0)
+          throw prefixed(e.error(model), names[i]);
+      }
+      const rc = e.mod._ww_link_shards(model);
+      if (rc !== 0) throw shardError(e, model, rc, names);
+    } else {
+      // one shard of a split model, given alone: say how to give them all
+      const shards = e.mod._ww_meta_int(model, e.scratchString('split.count'));
+      if (shards > 1) {
+        throw new WispError('unsupported', `${names[0]} is one of ${shards} shards of a split GGUF (split.count = ${shards}): ` +
+          'pass loadModel/plan the list of all shards in order, or the URL of one whose name ends in -0000k-of-0000N.gguf');
+      }
     }
     // the kernel level as loadModel would choose it: attention's scratch depends on it
     const k = kernels === undefined ? 0 : e.scratchString(String(kernels), 'second_key');
@@ -73,8 +97,9 @@ function planHeader(e, p, n, fileSize, cfg, name, { finetune, kernels }) {
     const plan = e.readPlan();
     plan.config.threads = cfg.threads;
     plan.whyNotThreaded = cfg.whyNotThreaded;
-    plan.fileBytes = fileSize;
-    plan.name = e.metaString(model, 'general.name') ?? name;
+    plan.fileBytes = fileSizes.some((s) => s === undefined) ? undefined : fileSizes.reduce((a, b) => a + b, 0);
+    plan.shards = heads.length;
+    plan.name = e.metaString(model, 'general.name') ?? names[0];
     plan.architecture = e.metaString(model, 'general.architecture');
     // a session's arena comes on top of the model's
     if (finetune) plan.finetune = planFinetune(e, model, finetune, cfg.threads);
@@ -82,6 +107,11 @@ function planHeader(e, p, n, fileSize, cfg, name, { finetune, kernels }) {
   } finally {
     e.mod._ww_close(model);
   }
+}
+
+function prefixed(err, name) {
+  err.message = `${name}: ${err.message}`;
+  return err;
 }
 
 // The engine's own memory next to the file and the arena: code data, stack,

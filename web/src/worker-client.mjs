@@ -250,6 +250,7 @@ export class WorkerModel {
 
 // Bytes that view part of a larger buffer are sliced, so only they are copied.
 function cloneable(source) {
+  if (Array.isArray(source)) return source.map(cloneable); // a split model's shards
   if (ArrayBuffer.isView(source) && (source.byteOffset !== 0 || source.byteLength !== source.buffer.byteLength))
     return new Uint8Array(source.buffer, source.byteOffset, source.byteLength).slice();
   return source;

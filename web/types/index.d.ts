@@ -4,6 +4,12 @@
 /** Where a GGUF comes from. Strings are URLs in browsers and file paths in Node (unless http:, https:, data: or blob:). */
 export type ModelSource = Uint8Array | ArrayBuffer | ArrayBufferView | Blob | Response | URL | string;
 
+/**
+ * A model: one source, or the shards of a split GGUF (llama.cpp's gguf-split) in order. A URL or
+ * (Node) path named NAME-0000k-of-0000N.gguf with N > 1 stands for all N shards by itself.
+ */
+export type ModelSources = ModelSource | ReadonlyArray<ModelSource>;
+
 /** Stable codes of WispError. */
 export type WispErrorCode =
   | 'arg' | 'format' | 'unsupported' | 'shape' | 'not_found' | 'arena' | 'capacity' | 'numeric' | 'io'
@@ -22,6 +28,8 @@ export interface LoadProgress {
   total: number | undefined;
   /** where the bytes come from: a download, the browser's cache of models, a file, or memory */
   from: 'network' | 'cache' | 'file' | 'memory';
+  /** a split model: the shard being read (0-based); loaded and total count over all shards */
+  shard?: number;
 }
 
 /** What sizes the arena. Zero means the default. */
@@ -75,8 +83,10 @@ export interface MemoryPlan {
   parts: Record<PlanPart, number>;
   /** bytes of weights, used in place (not part of the arena) */
   weights: number;
-  /** size of the GGUF (undefined when a server did not say) */
+  /** size of the GGUF, all shards of a split one (undefined when a server did not say) */
   fileBytes: number | undefined;
+  /** from plan(source): the files the model is in (1 unless split) */
+  shards?: number;
   config: { ctx: number; batch: number; kvType: 'f16' | 'f32'; maxTextBytes: number; maxAdapters: number; maxLoraRank: number; threads: number };
   model: { nVocab: number; dim: number; nLayers: number; nHeads: number; nKvHeads: number; headDim: number; ffnDim: number; ctxTrain: number };
   /** from plan(source): general.name and general.architecture */
@@ -327,8 +337,12 @@ export interface ModelInfo {
   /** the engine build: 'threaded' (wasm threads) or 'single' */
   build: 'threaded' | 'single';
   source: string;
-  /** for a URL: 'hit' (read from the cache), 'stored' (downloaded and kept), or why it was not cached */
+  /** for a URL: 'hit' (read from the cache), 'stored' (downloaded and kept), or why it was not cached (a split model: the shards' if they agree, else 'mixed (see shardCache)') */
   cache?: string;
+  /** a split model: cache's answer for each shard */
+  shardCache?: string[];
+  /** the files the model was loaded from (1 unless split) */
+  shards: number;
 }
 
 /** A model kept in the browser's cache. */
@@ -447,11 +461,11 @@ export interface AdapterLoadOptions {
   signal?: AbortSignal;
 }
 
-export declare function loadModel(source: ModelSource, options: LoadOptions & { worker: true }): Promise<WorkerModel>;
-export declare function loadModel(source: ModelSource, options?: LoadOptions & { worker?: false }): Promise<Model>;
-export declare function createWorkerModel(source: ModelSource, options?: WorkerLoadOptions): Promise<WorkerModel>;
+export declare function loadModel(source: ModelSources, options: LoadOptions & { worker: true }): Promise<WorkerModel>;
+export declare function loadModel(source: ModelSources, options?: LoadOptions & { worker?: false }): Promise<Model>;
+export declare function createWorkerModel(source: ModelSources, options?: WorkerLoadOptions): Promise<WorkerModel>;
 /** The memory plan of a model, reading only its GGUF header. */
-export declare function plan(source: ModelSource, options?: PlanOptions): Promise<MemoryPlan>;
+export declare function plan(source: ModelSources, options?: PlanOptions): Promise<MemoryPlan>;
 export declare function loadAdapter(model: Model, source: AdapterSource, options?: AdapterLoadOptions): Promise<Adapter>;
 export declare function loadAdapter(model: WorkerModel, source: AdapterSource, options?: AdapterLoadOptions): Promise<WorkerAdapter>;
 /** Models kept in the browser's cache (empty where there is no Cache API, as in Node). */

@@ -20,6 +20,12 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const cached: CachedModel[] = await cachedModels();
   const removed: boolean = await clearCache(cached[0]?.url);
   const hit: string | undefined = (await loadModel('/m.gguf', { cache: false })).info.cache;
+  // a split model: the list of its shards, any sources
+  const split: Model = await loadModel(['/m-00001-of-00002.gguf', file], { ctx: 64 });
+  const shards: number = split.info.shards;
+  const perShard: string[] | undefined = split.info.shardCache;
+  const splitPlan: number | undefined = (await plan(['/a.gguf', bytes])).shards;
+  console.log(shards, perShard, splitPlan);
   console.log(removed, hit, await clearCache());
   // @ts-expect-error cache is a boolean
   await loadModel(bytes, { cache: 'yes' });
