@@ -8,7 +8,7 @@
 #define TRANS_CAP 65536 /* (state, byte) steps remembered in one walk (a power of two) */
 #define DEAD 0xFFFFFFFFu
 #define ROW_STATES 64 /* states whose steps are kept as direct 256-entry rows */
-#define BULK_MIN 8     /* trie subtrees of fewer nodes are walked without asking whether they loop */
+#define BULK_MIN 4     /* trie subtrees of this many nodes or fewer are walked without asking whether they are whole */
 #define CACHE_SLOTS 16   /* masks remembered (least recently used is evicted) */
 #define CACHE_KEY_MAX 32 /* states with more stacks than this are not cached */
 
@@ -137,13 +137,19 @@ bool wisp_guide_allows(wisp_guide *gd, int32_t id) {
     return ok;
 }
 
-/* Sort a new state's ids (few) so equal sets look equal; return its hash. */
+/* Sort a new state's ids so equal sets look equal; return its hash. Shell
+ * sort: states inside nested objects hold dozens of stacks, where insertion
+ * sort's quadratic cost showed. */
 static uint32_t canonical(uint32_t *ids, uint32_t n) {
-    for (uint32_t i = 1; i < n; i++)
-        for (uint32_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
-            uint32_t x = ids[j];
-            ids[j] = ids[j - 1], ids[j - 1] = x;
+    static const uint32_t gaps[] = {132, 57, 23, 10, 4, 1};
+    for (size_t k = 0; k < sizeof gaps / sizeof gaps[0]; k++) {
+        uint32_t gap = gaps[k];
+        for (uint32_t i = gap; i < n; i++) {
+            uint32_t x = ids[i], j = i;
+            for (; j >= gap && ids[j - gap] > x; j -= gap) ids[j] = ids[j - gap];
+            ids[j] = x;
         }
+    }
     uint32_t h = 2166136261u ^ n;
     for (uint32_t i = 0; i < n; i++) h = (h ^ ids[i]) * 16777619u;
     return h ^ (h >> 13);
@@ -241,15 +247,15 @@ static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, uint32_t *n_tran
     uint32_t candidates = 0, ruled_out = 0;
     int first = -1;
     for (int b = 0; b < 256; b++) {
-        uint32_t bit = wisp_byte_group_bit((uint8_t)b);
+        uint32_t bit = gd->trie->group[b];
         if ((takes[b >> 3] >> (b & 7)) & 1) candidates |= bit;
         else ruled_out |= bit;
     }
     candidates &= ~ruled_out;
     /* the successor: a letter's when letters are candidates (the largest plain group), else the first candidate's */
     for (int b = 0; b < 256 && first < 0; b++)
-        if (candidates & wisp_byte_group_bit((uint8_t)b)) first = b;
-    if (candidates & wisp_byte_group_bit('a')) first = 'a';
+        if (candidates & gd->trie->group[b]) first = b;
+    if (candidates & gd->trie->group['a']) first = 'a';
     uint32_t to_id = DEAD;
     if (first >= 0) {
         wisp_status st = advance(gd, sid, (uint8_t)first, &to_id, n_trans, err);
@@ -259,7 +265,7 @@ static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, uint32_t *n_tran
     wisp_gstate target = to_id == DEAD ? gd->states[sid] : gd->states[to_id];
     uint32_t other[8] = {0}; /* classes found to lead elsewhere */
     for (int b = 0; b < 256 && candidates; b++) {
-        uint32_t bit = wisp_byte_group_bit((uint8_t)b), c = gd->byte_class[b];
+        uint32_t bit = gd->trie->group[b], c = gd->byte_class[b];
         if (!(candidates & bit) || b == first) continue;
         if ((other[c >> 5] >> (c & 31)) & 1u) {
             candidates &= ~bit;
@@ -349,8 +355,12 @@ static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
     uint32_t n_trans = 0;
     for (uint32_t i = 1; i < t->n_nodes;) {
         while (i >= gd->walk_end[d]) d--; /* leave finished subtrees */
-        uint32_t next;
-        if ((st = advance(gd, gd->walk_state[d], t->edge[i], &next, &n_trans, err))) break;
+        uint32_t next, from = gd->walk_state[d], row;
+        /* the common case inline: a step already in a direct row */
+        if (from < gd->row_states && (row = gd->rows[(size_t)from * 256 + gd->byte_class[t->edge[i]]]) != 0)
+            next = row == DEAD ? DEAD : row - 1;
+        else if ((st = advance(gd, from, t->edge[i], &next, &n_trans, err)))
+            break;
         if (next == DEAD) { /* refused: nothing below this node can follow either */
             i = t->skip[i];
             continue;

@@ -42,6 +42,7 @@ typedef struct wisp_token_trie {
     uint32_t *off;         /* [n_vocab + 1] where token i's bytes are */
     int32_t eog[WISP_TOKENIZER_MAX_EOG];
     int n_eog;
+    uint32_t group[256];   /* wisp_byte_group_bit of every byte, looked up instead of computed */
 } wisp_token_trie;
 
 /* The group of byte b, as one bit (fewer than 32 groups). */

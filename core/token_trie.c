@@ -161,11 +161,12 @@ wisp_status wisp_token_trie_init(wisp_token_trie *t, const wisp_tokenizer *tok, 
     t->skip[0] = nodes;
     t->n_nodes = nodes;
     t->tok_first[0] = 0, t->tok_first[nodes] = t->n_sorted;
+    for (int b = 0; b < 256; b++) t->group[b] = wisp_byte_group_bit((uint8_t)b);
     /* byte groups and depth below each node, children before parents (reverse depth-first order) */
     for (uint32_t p = nodes; p-- > 0;) {
         uint32_t below = 0, height = 0;
         for (uint32_t c = p + 1; c < t->skip[p]; c = t->skip[c]) {
-            below |= wisp_byte_group_bit(t->edge[c]) | t->below[c];
+            below |= t->group[t->edge[c]] | t->below[c];
             if (t->height[c] + 1u > height) height = t->height[c] + 1u;
         }
         t->below[p] = below;
