@@ -23,8 +23,11 @@ static uint32_t pow2_below(uint32_t want) {
 }
 static uint32_t walk_states(const wisp_matcher_limits *lim) { return pow2_below(lim->walk_states ? lim->walk_states : MAX_STATES); }
 static uint32_t walk_steps(const wisp_matcher_limits *lim) { return pow2_below(lim->walk_steps ? lim->walk_steps : TRANS_CAP); }
+/* Direct rows cost 1 KB a state: as many as one per 1024 remembered steps (the
+ * default limits get ROW_STATES; a microcontroller's small limits, one or two). */
 static uint32_t row_states(const wisp_matcher_limits *lim) {
-    uint32_t n = walk_states(lim);
+    uint32_t n = walk_steps(lim) / 1024, states = walk_states(lim);
+    if (n > states) n = states;
     return n < ROW_STATES ? n : ROW_STATES;
 }
 
