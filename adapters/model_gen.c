@@ -408,3 +408,25 @@ wisp_status wisp_synthetic_vocab_write(void *user, wisp_sink *s, wisp_error *err
     if ((st = wisp_gguf_write_kv_u32(s, "tokenizer.ggml.bos_token_id", 1, err))) return st;
     return wisp_gguf_write_kv_u32(s, "tokenizer.ggml.eos_token_id", 2, err);
 }
+
+static bool is_tokenizer_key(wisp_str k) { return k.len > 10 && memcmp(k.ptr, "tokenizer.", 10) == 0; }
+
+uint64_t wisp_gguf_vocab_kv_count(const wisp_gguf *g) {
+    uint64_t n = 0;
+    size_t cur = 0;
+    wisp_gguf_kv kv;
+    while (wisp_gguf_next_kv(g, &cur, &kv)) n += is_tokenizer_key(kv.key);
+    return n;
+}
+
+wisp_status wisp_gguf_vocab_copy_write(void *user, wisp_sink *s, wisp_error *err) {
+    const wisp_gguf *g = user;
+    size_t cur = 0;
+    wisp_gguf_kv kv;
+    while (wisp_gguf_next_kv(g, &cur, &kv)) {
+        if (!is_tokenizer_key(kv.key)) continue;
+        wisp_status st = wisp_gguf_write_kv_copy(s, &kv, err);
+        if (st) return st;
+    }
+    return WISP_OK;
+}

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "exec.h"
+#include "gguf.h"
 #include "quantize_model.h"
 #include "sink.h"
 #include "status.h"
@@ -78,5 +79,10 @@ wisp_status wisp_model_gen_write(const wisp_model_gen *g, wisp_sink *sink, void 
  * int32_t holding n. */
 #define WISP_SYNTHETIC_VOCAB_KV 7
 wisp_status wisp_synthetic_vocab_write(void *user, wisp_sink *s, wisp_error *err);
+
+/* The vocabulary of another GGUF (e.g. a llama.cpp vocab-only file): its
+ * tokenizer.* pairs, counted and copied. `user` points to the wisp_gguf. */
+uint64_t wisp_gguf_vocab_kv_count(const wisp_gguf *g);
+wisp_status wisp_gguf_vocab_copy_write(void *user, wisp_sink *s, wisp_error *err);
 
 #endif

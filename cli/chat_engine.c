@@ -125,6 +125,27 @@ bool chat_engine_open(chat_engine *e, const chat_opts *o) {
         chat_engine_close(e);
         return false;
     }
+    bool no_grammar = true;
+    char *answer_gbnf = cli_grammar_text(&o->grammar, &no_grammar, "chat");
+    if (!answer_gbnf && !no_grammar) {
+        chat_engine_close(e);
+        return false;
+    }
+    if (answer_gbnf && o->tools && strcmp(choice, "none") != 0) {
+        fprintf(stderr, "wisp: chat: --tools constrains the answers already; give a grammar or --tools, not both "
+                        "(or --tool-choice none)\n");
+        free(answer_gbnf);
+        chat_engine_close(e);
+        return false;
+    }
+    if (answer_gbnf) { /* every answer must be a sentence of the grammar */
+        bool ok = cli_guide_open(&e->guide, e->tok, answer_gbnf, "chat");
+        free(answer_gbnf);
+        if (!ok) {
+            chat_engine_close(e);
+            return false;
+        }
+    }
     if (o->tools && strcmp(choice, "none") != 0) {
         e->tools = cli_tools_family(e->ct.source);
         char *gbnf = cli_tools_gbnf(e->ct.tools_json, e->ct.tools_len, e->tools, required, o->tools_bounded);

@@ -26,6 +26,7 @@ typedef struct chat_opts {
     const char *tools;         /* --tools FILE.json, or NULL */
     bool tools_bounded;        /* call arguments: short strings and arrays, no unlisted properties */
     const char *tool_choice;   /* auto (text or a call), required (a call), none (tools only shown); NULL: auto */
+    cli_grammar_opts grammar;  /* --grammar/--grammar-file/--json-schema/--json: every answer follows it */
     int32_t n_predict;         /* most tokens per answer */
     wisp_sampler_params sp;
     uint64_t seed;             /* UINT64_MAX: random */
@@ -56,6 +57,7 @@ bool chat_opts_usable(const chat_opts *o, const char *command);
      "with --tools: answer text or one valid call (auto), only a call (required), or unconstrained (none)"},         \
     {"tools-bounded", 0, OPT_FLAG, &(o)->tools_bounded, NULL,                                                       \
      "call arguments as --json-bounded: strings of at most 24 characters, short arrays, only listed properties"},    \
+    CLI_GRAMMAR_OPTS(&(o)->grammar),                                                                                \
     {"date", 0, OPT_STR, &(o)->date, "YYYY-MM-DD", "the date templates print (strftime_now); default: today"},      \
     {"quiet", 'q', OPT_FLAG, &(o)->quiet, NULL, "no statistics on stderr"}
 

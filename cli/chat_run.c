@@ -97,8 +97,9 @@ int cmd_run_chat(int argc, char **argv) {
         }
         /* free text never starts like a call (the grammar sees to it), so a call cut short by -n is told apart */
         bool call_shaped = k.len && (k.s[0] == '<' || k.s[0] == '{');
-        if (ok && json_output && e.guide.mem && call_shaped && !wisp_guide_done(&e.guide.guide)) {
-            fprintf(stderr, "wisp run --chat: the tool call is incomplete: it stopped before its end (raise -n)\n");
+        if (ok && json_output && e.guide.mem && (call_shaped || e.tools == TOOLS_UNKNOWN) && !wisp_guide_done(&e.guide.guide)) {
+            fprintf(stderr, "wisp run --chat: the %s is incomplete: it stopped before its end (raise -n)\n",
+                    e.tools != TOOLS_UNKNOWN ? "tool call" : "constrained answer");
             ok = false;
         }
         if (ok && json_output)

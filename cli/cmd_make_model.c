@@ -14,33 +14,6 @@
 #include "plan_print.h"
 #include "session.h"
 
-/* tokenizer.* pairs copied from another GGUF (e.g. a llama.cpp vocab-only file). */
-typedef struct vocab_copy {
-    const wisp_gguf *g;
-} vocab_copy;
-
-static bool is_tokenizer_key(wisp_str k) { return k.len > 10 && memcmp(k.ptr, "tokenizer.", 10) == 0; }
-
-static uint64_t count_tokenizer_kv(const wisp_gguf *g) {
-    uint64_t n = 0;
-    size_t cur = 0;
-    wisp_gguf_kv kv;
-    while (wisp_gguf_next_kv(g, &cur, &kv)) n += is_tokenizer_key(kv.key);
-    return n;
-}
-
-static wisp_status copy_vocab(void *user, wisp_sink *s, wisp_error *err) {
-    const vocab_copy *c = user;
-    size_t cur = 0;
-    wisp_gguf_kv kv;
-    while (wisp_gguf_next_kv(c->g, &cur, &kv)) {
-        if (!is_tokenizer_key(kv.key)) continue;
-        wisp_status st = wisp_gguf_write_kv_copy(s, &kv, err);
-        if (st) return st;
-    }
-    return WISP_OK;
-}
-
 /* A Hugging Face tokenizer.json (and the tokenizer_config.json beside it,
  * when there is one) through adapters/hf_tokenizer.h. */
 typedef struct hf_vocab {
@@ -203,7 +176,6 @@ int cmd_make_model(int argc, char **argv) {
     int32_t synth_n = shape->n_vocab;
     cli_file vf = {0};
     wisp_gguf vg;
-    vocab_copy vc = {&vg};
     hf_vocab *hf = NULL;
     if (tokenizer) {
         if (!(hf = malloc(sizeof *hf))) return CLI_FAIL;
@@ -229,9 +201,9 @@ int cmd_make_model(int argc, char **argv) {
             return CLI_FAIL;
         }
         g.n_vocab = (int32_t)tokens.count;
-        g.vocab_kv = count_tokenizer_kv(&vg);
-        g.write_vocab = copy_vocab;
-        g.vocab_user = &vc;
+        g.vocab_kv = wisp_gguf_vocab_kv_count(&vg);
+        g.write_vocab = wisp_gguf_vocab_copy_write;
+        g.vocab_user = &vg;
         if (g.n_vocab != shape->n_vocab)
             fprintf(stderr, "note: %s has %d tokens; %s has %d; the embedding gets %d rows\n", vocab_from, g.n_vocab,
                     shape->label, shape->n_vocab, g.n_vocab);

@@ -219,14 +219,14 @@ wisp_status wisp_matcher_step(wisp_matcher *m, wisp_gstate from, uint8_t byte, w
 }
 
 void wisp_matcher_next_bytes(const wisp_matcher *m, wisp_gstate s, uint8_t set[32]) {
-    memset(set, 0, 32);
+    uint32_t words[8] = {0};
     for (uint32_t i = 0; i < s.n; i++) {
         uint32_t id = m->sets[s.off + i];
         if (id == 0) continue;
         const uint32_t *t = m->g->terms + (size_t)WISP_GE_VALUE(m->g->elems[m->nodes[id].pos]) * 8;
-        for (int b = 0; b < 256; b++)
-            if ((t[b >> 5] >> (b & 31)) & 1u) set[b >> 3] |= (uint8_t)(1u << (b & 7));
+        for (int w = 0; w < 8; w++) words[w] |= t[w];
     }
+    for (int b = 0; b < 32; b++) set[b] = (uint8_t)(words[b >> 2] >> (8 * (b & 3))); /* bit b of word b/32 -> bit b%8 of byte b/8 */
 }
 
 /* Copy the stacks of the committed state into the spare pool (dropping every

@@ -7,6 +7,8 @@
 #define MAX_STATES 8192 /* distinct states one mask walk may meet */
 #define TRANS_CAP 65536 /* (state, byte) steps remembered in one walk (a power of two) */
 #define DEAD 0xFFFFFFFFu
+#define ROW_STATES 64 /* states whose steps are kept as direct 256-entry rows */
+#define BULK_MIN 4     /* trie subtrees of this many nodes or fewer are walked without asking whether they are whole */
 #define CACHE_SLOTS 16   /* masks remembered (least recently used is evicted) */
 #define CACHE_KEY_MAX 32 /* states with more stacks than this are not cached */
 
@@ -21,6 +23,13 @@ static uint32_t pow2_below(uint32_t want) {
 }
 static uint32_t walk_states(const wisp_matcher_limits *lim) { return pow2_below(lim->walk_states ? lim->walk_states : MAX_STATES); }
 static uint32_t walk_steps(const wisp_matcher_limits *lim) { return pow2_below(lim->walk_steps ? lim->walk_steps : TRANS_CAP); }
+/* Direct rows cost 1 KB a state: as many as one per 1024 remembered steps (the
+ * default limits get ROW_STATES; a microcontroller's small limits, one or two). */
+static uint32_t row_states(const wisp_matcher_limits *lim) {
+    uint32_t n = walk_steps(lim) / 1024, states = walk_states(lim);
+    if (n > states) n = states;
+    return n < ROW_STATES ? n : ROW_STATES;
+}
 
 static size_t guide_arrays(const wisp_token_trie *t, const wisp_matcher_limits *lim, wisp_guide *gd, wisp_arena *arena) {
     size_t n_states = walk_states(lim), n_steps = walk_steps(lim);
@@ -32,7 +41,13 @@ static size_t guide_arrays(const wisp_token_trie *t, const wisp_matcher_limits *
         {(void **)(gd ? &gd->states : NULL), n_states * sizeof(wisp_gstate)},
         {(void **)(gd ? &gd->state_hash : NULL), n_states * 4},
         {(void **)(gd ? &gd->state_table : NULL), 2 * n_states * 4},
+        {(void **)(gd ? &gd->state_gen : NULL), 2 * n_states * 4},
         {(void **)(gd ? &gd->trans : NULL), 2 * n_steps * 4},
+        {(void **)(gd ? &gd->trans_gen : NULL), n_steps * 4},
+        {(void **)(gd ? &gd->rows : NULL), row_states(lim) * 256 * 4},
+        {(void **)(gd ? &gd->byte_class : NULL), 256},
+        {(void **)(gd ? &gd->uniform : NULL), n_states * 4},
+        {(void **)(gd ? &gd->successor : NULL), n_states * 4},
         {(void **)(gd ? &gd->cache_mask : NULL), CACHE_SLOTS * mask_words(t) * 4},
         {(void **)(gd ? &gd->cache_key : NULL), CACHE_SLOTS * CACHE_KEY_MAX * 4},
         {(void **)(gd ? &gd->cache_info : NULL), CACHE_SLOTS * 4 * 4},
@@ -49,6 +64,26 @@ size_t wisp_guide_plan(const wisp_token_trie *t, const wisp_grammar *g, const wi
     return wisp_bytes_add(wisp_matcher_plan(g, lim), guide_arrays(t, lim, NULL, NULL));
 }
 
+/* The coarsest partition of the 256 bytes that no byte set of the grammar
+ * splits, refined one set at a time: (old class, in the set) -> new class. */
+static uint32_t classify_bytes(const wisp_grammar *g, uint8_t cls[256]) {
+    memset(cls, 0, 256);
+    uint32_t n = 1;
+    for (uint32_t t = 0; t < g->n_terms && n < 256; t++) {
+        const uint32_t *set = g->terms + (size_t)t * 8;
+        uint16_t renumber[512];
+        memset(renumber, 0xFF, sizeof renumber);
+        uint32_t m = 0;
+        for (int b = 0; b < 256; b++) {
+            uint32_t key = (uint32_t)cls[b] * 2 + ((set[b >> 5] >> (b & 31)) & 1u);
+            if (renumber[key] == 0xFFFF) renumber[key] = (uint16_t)m++;
+            cls[b] = (uint8_t)renumber[key];
+        }
+        n = m;
+    }
+    return n;
+}
+
 wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp_grammar *g,
                             const wisp_matcher_limits *lim, wisp_arena *arena, wisp_error *err) {
     memset(gd, 0, sizeof *gd);
@@ -60,7 +95,11 @@ wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp
     wisp_status st = wisp_matcher_init(&gd->m, g, lim, arena, err);
     if (st) return st;
     if (!guide_arrays(t, lim, gd, arena)) return wisp_fail(err, WISP_ERR_INTERNAL, "grammar guide: the arena ran out after planning");
-    gd->max_states = walk_states(lim), gd->trans_cap = walk_steps(lim);
+    gd->max_states = walk_states(lim), gd->trans_cap = walk_steps(lim), gd->row_states = row_states(lim);
+    memset(gd->state_gen, 0, 2 * (size_t)gd->max_states * 4);
+    memset(gd->trans_gen, 0, (size_t)gd->trans_cap * 4);
+    gd->walk_gen = 0;
+    gd->n_classes = classify_bytes(g, gd->byte_class);
     gd->cache_slots = CACHE_SLOTS, gd->cache_key_max = CACHE_KEY_MAX;
     memset(gd->cache_info, 0, CACHE_SLOTS * 4 * 4);
     gd->cache_epoch = gd->m.epoch;
@@ -101,13 +140,19 @@ bool wisp_guide_allows(wisp_guide *gd, int32_t id) {
     return ok;
 }
 
-/* Sort a new state's ids (few) so equal sets look equal; return its hash. */
+/* Sort a new state's ids so equal sets look equal; return its hash. Shell
+ * sort: states inside nested objects hold dozens of stacks, where insertion
+ * sort's quadratic cost showed. */
 static uint32_t canonical(uint32_t *ids, uint32_t n) {
-    for (uint32_t i = 1; i < n; i++)
-        for (uint32_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
-            uint32_t x = ids[j];
-            ids[j] = ids[j - 1], ids[j - 1] = x;
+    static const uint32_t gaps[] = {132, 57, 23, 10, 4, 1};
+    for (size_t k = 0; k < sizeof gaps / sizeof gaps[0]; k++) {
+        uint32_t gap = gaps[k];
+        for (uint32_t i = gap; i < n; i++) {
+            uint32_t x = ids[i], j = i;
+            for (; j >= gap && ids[j - gap] > x; j -= gap) ids[j] = ids[j - gap];
+            ids[j] = x;
         }
+    }
     uint32_t h = 2166136261u ^ n;
     for (uint32_t i = 0; i < n; i++) h = (h ^ ids[i]) * 16777619u;
     return h ^ (h >> 13);
@@ -120,12 +165,13 @@ static uint32_t intern(wisp_guide *gd, wisp_gstate s) {
     uint32_t *ids = m->sets + s.off;
     uint32_t h = canonical(ids, s.n), mask = 2 * gd->max_states - 1;
     for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-        uint32_t e = gd->state_table[i];
+        uint32_t e = gd->state_gen[i] == gd->walk_gen ? gd->state_table[i] : 0;
         if (e == 0) {
             if (gd->n_states == gd->max_states) return DEAD;
             uint32_t id = gd->n_states++;
-            gd->states[id] = s, gd->state_hash[id] = h;
-            gd->state_table[i] = id + 1;
+            gd->states[id] = s, gd->state_hash[id] = h, gd->uniform[id] = 0;
+            gd->state_table[i] = id + 1, gd->state_gen[i] = gd->walk_gen;
+            if (id < gd->row_states) memset(gd->rows + (size_t)id * 256, 0, 256 * 4);
             return id;
         }
         wisp_gstate o = gd->states[e - 1];
@@ -136,7 +182,150 @@ static uint32_t intern(wisp_guide *gd, wisp_gstate s) {
     }
 }
 
-/* The full mask by walking the trie from the committed state. */
+/* A remembered step from state `from` by `byte` (by its class: bytes of one
+ * class step alike): 1 with *next set (DEAD: refused), 0 when not known yet
+ * (*slot: where to remember it). */
+static int recall(const wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t *next, uint32_t *slot) {
+    byte = gd->byte_class[byte];
+    if (from < gd->row_states) {
+        uint32_t v = gd->rows[(size_t)from * 256 + byte];
+        *next = v == DEAD ? DEAD : v - 1;
+        return v != 0;
+    }
+    uint32_t key = ((from << 8) | byte) + 1, tmask = gd->trans_cap - 1;
+    for (uint32_t i = (key * 0x9E3779B1u >> 7) & tmask;; i = (i + 1) & tmask) {
+        if (gd->trans_gen[i] != gd->walk_gen) {
+            *slot = i;
+            return 0;
+        }
+        if (gd->trans[2 * i] == key) {
+            *next = gd->trans[2 * i + 1];
+            return 1;
+        }
+    }
+}
+
+static void remember(wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t next, uint32_t slot, uint32_t *n_trans) {
+    byte = gd->byte_class[byte];
+    if (from < gd->row_states) {
+        gd->rows[(size_t)from * 256 + byte] = next == DEAD ? DEAD : next + 1;
+        return;
+    }
+    if (*n_trans >= gd->trans_cap / 2) return; /* past half full, steps are computed without remembering */
+    gd->trans[2 * slot] = ((from << 8) | byte) + 1, gd->trans[2 * slot + 1] = next;
+    gd->trans_gen[slot] = gd->walk_gen;
+    (*n_trans)++;
+}
+
+/* The state after `byte` from interned state `from` (DEAD: refused). */
+static wisp_status advance(wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t *next, uint32_t *n_trans, wisp_error *err) {
+    uint32_t slot = 0;
+    if (recall(gd, from, byte, next, &slot)) return WISP_OK;
+    wisp_gstate to;
+    wisp_status st = wisp_matcher_step(&gd->m, gd->states[from], byte, &to);
+    if (st) return st;
+    *next = DEAD;
+    if (to.n) {
+        *next = intern(gd, to);
+        if (*next == DEAD) return wisp_fail(err, WISP_ERR_CAPACITY, "grammar: more than %u states in one mask", gd->max_states);
+    }
+    remember(gd, from, byte, *next, slot, n_trans);
+    return WISP_OK;
+}
+
+/* The byte groups whose every byte leads state `sid` to one same successor
+ * (inside a string: every plain character, to the state one character on,
+ * or back to itself when the length is not bounded). A group with a byte the
+ * state cannot take is out without a step; the steps compared against the
+ * successor are not interned (the walk may never need them). */
+static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, uint32_t *n_trans, wisp_error *err, uint32_t *groups,
+                                  uint32_t *succ) {
+    wisp_matcher *m = &gd->m;
+    if (gd->uniform[sid]) {
+        *groups = gd->uniform[sid] & 0x7FFFFFFFu, *succ = gd->successor[sid];
+        return WISP_OK;
+    }
+    uint8_t takes[32];
+    wisp_matcher_next_bytes(m, gd->states[sid], takes);
+    uint32_t candidates = 0, ruled_out = 0;
+    int first = -1;
+    for (int b = 0; b < 256; b++) {
+        uint32_t bit = gd->trie->group[b];
+        if ((takes[b >> 3] >> (b & 7)) & 1) candidates |= bit;
+        else ruled_out |= bit;
+    }
+    candidates &= ~ruled_out;
+    /* the successor: a letter's when letters are candidates (the largest plain group), else the first candidate's */
+    for (int b = 0; b < 256 && first < 0; b++)
+        if (candidates & gd->trie->group[b]) first = b;
+    if (candidates & gd->trie->group['a']) first = 'a';
+    uint32_t to_id = DEAD;
+    if (first >= 0) {
+        wisp_status st = advance(gd, sid, (uint8_t)first, &to_id, n_trans, err);
+        if (st) return st;
+        if (to_id == DEAD) candidates = 0;
+    }
+    wisp_gstate target = to_id == DEAD ? gd->states[sid] : gd->states[to_id];
+    uint32_t other[8] = {0}; /* classes found to lead elsewhere */
+    for (int b = 0; b < 256 && candidates; b++) {
+        uint32_t bit = gd->trie->group[b], c = gd->byte_class[b];
+        if (!(candidates & bit) || b == first) continue;
+        if ((other[c >> 5] >> (c & 31)) & 1u) {
+            candidates &= ~bit;
+            continue;
+        }
+        uint32_t next, slot = 0;
+        if (recall(gd, sid, (uint8_t)b, &next, &slot)) {
+            if (next != to_id) candidates &= ~bit;
+            continue;
+        }
+        uint32_t top = m->sets_top, nodes = m->n_nodes;
+        wisp_gstate to;
+        wisp_status st = wisp_matcher_step(m, gd->states[sid], (uint8_t)b, &to);
+        if (st) return st;
+        bool same = false;
+        if (to.n == target.n) {
+            canonical(m->sets + to.off, to.n);
+            same = memcmp(m->sets + to.off, m->sets + target.off, to.n * 4) == 0;
+        }
+        wisp_matcher_truncate(m, top, nodes); /* an equal state is made of nodes that existed before */
+        if (same) remember(gd, sid, (uint8_t)b, to_id, slot, n_trans);
+        else candidates &= ~bit, other[c >> 5] |= 1u << (c & 31);
+    }
+    gd->uniform[sid] = candidates | 0x80000000u, gd->successor[sid] = to_id;
+    *groups = candidates, *succ = to_id;
+    return WISP_OK;
+}
+
+/* True when every token below trie node i (entered in state `sid`) is
+ * allowed: at each depth down to the deepest token, every byte group below
+ * the node leads the state of that depth to one same successor, so all
+ * paths go through the same (live) states. */
+static wisp_status whole_subtree(wisp_guide *gd, uint32_t i, uint32_t sid, uint32_t *n_trans, wisp_error *err, bool *whole) {
+    const wisp_token_trie *t = gd->trie;
+    uint32_t need = t->below[i];
+    *whole = false;
+    for (uint32_t k = 0; k < t->height[i]; k++) {
+        uint32_t groups, succ;
+        wisp_status st = uniform_groups(gd, sid, n_trans, err, &groups, &succ);
+        if (st) return st;
+        if ((need & ~groups) || succ == DEAD) return WISP_OK;
+        sid = succ;
+    }
+    *whole = t->height[i] < 255;
+    return WISP_OK;
+}
+
+static void allow_range(wisp_guide *gd, uint32_t first, uint32_t end) {
+    const int32_t *sorted = gd->trie->sorted;
+    for (uint32_t k = first; k < end; k++) gd->mask[sorted[k] >> 5] |= 1u << (sorted[k] & 31);
+}
+
+/* The full mask by walking the trie from the committed state. Each trie edge
+ * costs one remembered step; a subtree where every byte at each depth leads
+ * to one same state (inside a string: everything but quotes, backslashes
+ * and UTF-8 sequences) is allowed whole, so the walk descends only along
+ * the tokens that leave the string or outrun its length. */
 static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
     const wisp_token_trie *t = gd->trie;
     wisp_matcher *m = &gd->m;
@@ -148,8 +337,11 @@ static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
             allowed++;
         }
     uint32_t base_top = m->sets_top, base_nodes = m->n_nodes;
-    memset(gd->state_table, 0, 2 * (size_t)gd->max_states * 4);
-    memset(gd->trans, 0, 2 * (size_t)gd->trans_cap * 4);
+    if (++gd->walk_gen == 0) { /* wrapped: forget every entry for real, once in 2^32 walks */
+        memset(gd->state_gen, 0, 2 * (size_t)gd->max_states * 4);
+        memset(gd->trans_gen, 0, (size_t)gd->trans_cap * 4);
+        gd->walk_gen = 1;
+    }
     gd->n_states = 0;
     /* the committed state as state 0 (a copy, so that sorting it leaves the matcher alone) */
     wisp_gstate root = {m->sets_top, m->cur.n};
@@ -163,46 +355,36 @@ static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
     gd->walk_state[0] = intern(gd, root);
     gd->walk_end[0] = t->n_nodes;
     wisp_status st = WISP_OK;
-    uint32_t tmask = gd->trans_cap - 1, n_trans = 0;
+    uint32_t n_trans = 0;
     for (uint32_t i = 1; i < t->n_nodes;) {
         while (i >= gd->walk_end[d]) d--; /* leave finished subtrees */
-        uint32_t from = gd->walk_state[d], key = ((from << 8) | t->edge[i]) + 1, next = DEAD, slot;
-        bool known = false;
-        for (slot = (key * 0x9E3779B1u >> 7) & tmask;; slot = (slot + 1) & tmask) {
-            uint32_t k = gd->trans[2 * slot];
-            if (k == key) {
-                next = gd->trans[2 * slot + 1], known = true;
-                break;
-            }
-            if (k == 0) break;
-        }
-        if (!known) {
-            wisp_gstate to;
-            if ((st = wisp_matcher_step(m, gd->states[from], t->edge[i], &to))) break;
-            if (to.n) {
-                next = intern(gd, to);
-                if (next == DEAD) {
-                    st = wisp_fail(err, WISP_ERR_CAPACITY, "grammar: more than %u states in one mask", gd->max_states);
-                    break;
-                }
-            }
-            if (n_trans < gd->trans_cap / 2) { /* past half full, steps are computed without remembering */
-                gd->trans[2 * slot] = key, gd->trans[2 * slot + 1] = next;
-                n_trans++;
-            }
-        }
+        uint32_t next, from = gd->walk_state[d], row;
+        /* the common case inline: a step already in a direct row */
+        if (from < gd->row_states && (row = gd->rows[(size_t)from * 256 + gd->byte_class[t->edge[i]]]) != 0)
+            next = row == DEAD ? DEAD : row - 1;
+        else if ((st = advance(gd, from, t->edge[i], &next, &n_trans, err)))
+            break;
         if (next == DEAD) { /* refused: nothing below this node can follow either */
             i = t->skip[i];
             continue;
         }
-        for (uint32_t k = 0; k < t->tok_count[i]; k++) {
-            int32_t id = t->sorted[t->tok_first[i] + k];
-            gd->mask[id >> 5] |= 1u << (id & 31);
-            allowed++;
+        uint32_t end = t->skip[i];
+        if (end - i > BULK_MIN) {
+            bool whole;
+            if ((st = whole_subtree(gd, i, next, &n_trans, err, &whole))) break;
+            if (whole) { /* the node and everything below it */
+                allow_range(gd, t->tok_first[i], t->tok_first[end]);
+                allowed += t->tok_first[end] - t->tok_first[i];
+                gd->n_bulk++;
+                i = end;
+                continue;
+            }
         }
+        allow_range(gd, t->tok_first[i], t->tok_first[i] + t->tok_count[i]);
+        allowed += t->tok_count[i];
         d++;
         gd->walk_state[d] = next;
-        gd->walk_end[d] = t->skip[i];
+        gd->walk_end[d] = end;
         i++;
     }
     wisp_matcher_truncate(m, base_top, base_nodes);

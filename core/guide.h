@@ -29,15 +29,24 @@ typedef struct wisp_token_trie {
     uint32_t n_nodes, max_len;
     uint8_t *edge;         /* [n_nodes] the byte leading into each node (root: unused) */
     uint32_t *skip;        /* [n_nodes] index just past the node's subtree */
-    uint32_t *tok_first;   /* [n_nodes] first index into `sorted` of the tokens ending here */
-    uint32_t *tok_count;   /* [n_nodes] how many */
+    uint32_t *tok_first;   /* [n_nodes + 1] first index into `sorted` of the tokens at or below the node
+                            * (those ending at it come first); [n_nodes]: n_sorted */
+    uint32_t *tok_count;   /* [n_nodes] how many tokens end at the node */
+    uint32_t *below;       /* [n_nodes] byte groups (wisp_byte_group_bit) of every edge below the node:
+                            * a subtree whose groups all lead a grammar state back to itself is
+                            * allowed whole, without walking it */
+    uint8_t *height;       /* [n_nodes] how many edges the deepest token below the node adds (255: 255 or more) */
     int32_t *sorted;       /* [n_vocab] token ids in byte order (tokens without bytes last) */
     uint32_t n_sorted;     /* tokens with at least one byte */
     uint8_t *bytes;        /* every token's bytes, one after another */
     uint32_t *off;         /* [n_vocab + 1] where token i's bytes are */
     int32_t eog[WISP_TOKENIZER_MAX_EOG];
     int n_eog;
+    uint32_t group[256];   /* wisp_byte_group_bit of every byte, looked up instead of computed */
 } wisp_token_trie;
+
+/* The group of byte b, as one bit (fewer than 32 groups). */
+uint32_t wisp_byte_group_bit(uint8_t b);
 
 /* Exact bytes wisp_token_trie_init carves (part "token_trie"). */
 wisp_status wisp_token_trie_plan(const wisp_tokenizer *tok, size_t *bytes, wisp_error *err);
@@ -55,8 +64,19 @@ typedef struct wisp_guide {
     wisp_gstate *states;   /* [max_states] */
     uint32_t *state_hash;  /* [max_states] */
     uint32_t *state_table; /* [2 x max_states] open addressing: state id + 1 */
+    uint32_t *state_gen;   /* [2 x max_states] the walk that wrote each entry (older ones count as empty,
+                            * so a walk starts without clearing the tables) */
     uint32_t *trans;       /* [2 x trans_cap] (state << 8 | byte) + 1, then the next state (DEAD: refused) */
-    uint32_t n_states, max_states, trans_cap;
+    uint32_t *trans_gen;   /* [trans_cap] the walk that wrote each slot */
+    uint32_t *rows;        /* [row_states x 256] the steps of the first states as direct rows:
+                            * 0 unknown, DEAD refused, else next state + 1 */
+    uint32_t *uniform;     /* [max_states] byte groups whose every byte leads the state to one same
+                            * successor (bit 31: known); inside a string, every plain character */
+    uint32_t *successor;   /* [max_states] that successor */
+    uint8_t *byte_class;   /* [256] bytes every byte set of the grammar treats alike share a class, so
+                            * they step every state alike: steps are remembered per class */
+    uint32_t n_classes;
+    uint32_t n_states, max_states, trans_cap, row_states, walk_gen;
     /* masks of recent committed states, keyed by their sorted node ids (valid while the
      * matcher's epoch stays the same): inside a JSON string or a repeated item the same
      * state comes back token after token, and its mask is then a copy, not a walk */
@@ -68,6 +88,7 @@ typedef struct wisp_guide {
     wisp_error error;      /* why the sampler stage returned -1 */
     uint64_t n_checks, n_masks, n_forced; /* what the stage did (for statistics) */
     uint64_t n_cache_hits; /* masks copied from the cache */
+    uint64_t n_bulk;       /* trie subtrees allowed whole, without walking them */
 } wisp_guide;
 
 /* Exact bytes wisp_guide_init carves (part "grammar"), for a compiled grammar. */

@@ -7,6 +7,23 @@
 
 #include "guide.h"
 
+uint32_t wisp_byte_group_bit(uint8_t b) {
+    /* structural bytes of JSON and of the patterns schemas use get a group each; bytes that
+     * always behave alike in such grammars (letters of a case, digits, UTF-8 lead and
+     * continuation bytes, other punctuation) share one */
+    static const char own[] = "\"\\ ,:{}[]-+./_@";
+    if (b < 0x20) return 1u << 0;
+    if (b >= 0xC0) return 1u << 1;
+    if (b >= 0x80) return 1u << 2;
+    if (b == 0x7F) return 1u << 3;
+    if (b >= '0' && b <= '9') return 1u << 4;
+    if (b >= 'a' && b <= 'z') return 1u << 5;
+    if (b >= 'A' && b <= 'Z') return 1u << 6;
+    for (int i = 0; own[i]; i++)
+        if ((uint8_t)own[i] == b) return 1u << (8 + i);
+    return 1u << 7; /* other punctuation */
+}
+
 static size_t piece_len(const wisp_tokenizer *tok, int32_t id) {
     char buf[1];
     return wisp_token_piece(tok, id, buf, 0);
@@ -32,7 +49,9 @@ static void lay_out(layout *l, wisp_token_trie *t, int32_t n_vocab, size_t total
     size_t nodes = total + 1;
     t->edge = take(l, nodes, 1);
     t->skip = take(l, nodes, 4);
-    t->tok_first = take(l, nodes, 4);
+    t->tok_first = take(l, nodes + 1, 4);
+    t->below = take(l, nodes, 4);
+    t->height = take(l, nodes, 1);
     t->tok_count = take(l, nodes, 4);
     t->sorted = take(l, (size_t)n_vocab, 4);
     t->bytes = take(l, total ? total : 1, 1);
@@ -118,6 +137,7 @@ wisp_status wisp_token_trie_init(wisp_token_trie *t, const wisp_tokenizer *tok, 
     /* the trie, in depth-first order */
     uint32_t nodes = 1, depth = 0;
     path[0] = 0;
+    t->tok_first[0] = 0;
     t->edge[0] = 0, t->tok_count[0] = 0;
     const uint8_t *prev = NULL;
     uint32_t prev_len = 0;
@@ -131,14 +151,26 @@ wisp_status wisp_token_trie_init(wisp_token_trie *t, const wisp_tokenizer *tok, 
             uint32_t node = nodes++;
             t->edge[node] = b[depth];
             t->tok_count[node] = 0;
+            t->tok_first[node] = k; /* depth-first order: the token that makes a node is its subtree's first */
             path[++depth] = node;
         }
-        uint32_t end = path[len];
-        if (t->tok_count[end]++ == 0) t->tok_first[end] = k;
+        t->tok_count[path[len]]++;
         prev = b, prev_len = len;
     }
     while (depth > 0) t->skip[path[depth--]] = nodes;
     t->skip[0] = nodes;
     t->n_nodes = nodes;
+    t->tok_first[0] = 0, t->tok_first[nodes] = t->n_sorted;
+    for (int b = 0; b < 256; b++) t->group[b] = wisp_byte_group_bit((uint8_t)b);
+    /* byte groups and depth below each node, children before parents (reverse depth-first order) */
+    for (uint32_t p = nodes; p-- > 0;) {
+        uint32_t below = 0, height = 0;
+        for (uint32_t c = p + 1; c < t->skip[p]; c = t->skip[c]) {
+            below |= t->group[t->edge[c]] | t->below[c];
+            if (t->height[c] + 1u > height) height = t->height[c] + 1u;
+        }
+        t->below[p] = below;
+        t->height[p] = (uint8_t)(height < 255 ? height : 255);
+    }
     return WISP_OK;
 }
