@@ -11,6 +11,7 @@
 #include "lora_gguf.h"
 #include "lora_load.h"
 #include "peft.h"
+#include "peft_folder.h"
 #include "prompt_adapter.h"
 #include "session.h"
 
@@ -35,30 +36,24 @@ static bool write_gguf(const cli_lora *ad, const char *arch, const char *name, c
     return true;
 }
 
-static bool make_dir(const char *path) {
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return true;
-        fprintf(stderr, "wisp: %s: exists and is not a folder (PEFT output is a folder)\n", path);
-        return false;
-    }
-    if (mkdir(path, 0777) != 0) {
-        fprintf(stderr, "wisp: %s: cannot create folder: %s\n", path, strerror(errno));
-        return false;
-    }
-    return true;
+typedef struct lora_tensors {
+    const wisp_lora *lora;
+    const wisp_hparams *hp;
+    void *scratch;
+    size_t scratch_bytes;
+} lora_tensors;
+
+static wisp_status write_lora_tensors(void *arg, wisp_sink *sink, wisp_error *err) {
+    const lora_tensors *t = arg;
+    return wisp_peft_write_safetensors(t->lora, t->hp, t->scratch, t->scratch_bytes, sink, err);
 }
 
 bool cli_export_peft(const wisp_lora *lora, const wisp_hparams *hp, const char *base_model, const char *out, bool quiet) {
-    if (!make_dir(out)) return false;
-    char cfg_path[4200], st_path[4200];
-    snprintf(cfg_path, sizeof cfg_path, "%s/adapter_config.json", out);
-    snprintf(st_path, sizeof st_path, "%s/adapter_model.safetensors", out);
     wisp_error err = {0};
     size_t len = 0;
     wisp_status st = wisp_peft_write_config(lora, hp, base_model, NULL, 0, &len, &err);
     if (st && st != WISP_ERR_CAPACITY) {
-        cli_report(cfg_path, &err);
+        cli_report(out, &err);
         return false;
     }
     char *cfg = malloc(len + 1);
@@ -67,23 +62,11 @@ bool cli_export_peft(const wisp_lora *lora, const wisp_hparams *hp, const char *
     bool ok = cfg && scratch;
     if (!ok) fprintf(stderr, "wisp: out of memory\n");
     if (ok && wisp_peft_write_config(lora, hp, base_model, cfg, len + 1, &len, &err)) {
-        cli_report(cfg_path, &err);
+        cli_report(out, &err);
         ok = false;
     }
-    cli_atomic_file af;
-    if (ok && (ok = cli_atomic_open(&af, st_path))) {
-        if (wisp_peft_write_safetensors(lora, hp, scratch, scratch_bytes, &af.sink, &err)) {
-            cli_report(st_path, &err);
-            cli_atomic_abort(&af);
-            ok = false;
-        } else {
-            ok = cli_atomic_commit(&af);
-        }
-    }
-    if (ok) {
-        cfg[len] = '\n';
-        ok = cli_write_file_atomic(cfg_path, cfg, len + 1);
-    }
+    lora_tensors t = {lora, hp, scratch, scratch_bytes};
+    ok = ok && cli_peft_folder_write(out, cfg, len, write_lora_tensors, &t);
     if (ok && !quiet) {
         fprintf(stderr, "wrote %s: PEFT adapter, %d pairs%s\n", out, lora->n_pairs,
                 hp->arch == WISP_ARCH_LLAMA ? ", q/k lora_B rows in Hugging Face order" : "");

@@ -1,62 +1,36 @@
 #include "prompt_adapter.h"
 
-#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "atomic_file.h"
 #include "file_map.h"
+#include "peft_folder.h"
 #include "session.h"
 
-static bool make_dir(const char *path) {
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return true;
-        fprintf(stderr, "wisp: %s: exists and is not a folder (a PEFT adapter is a folder)\n", path);
-        return false;
-    }
-    if (mkdir(path, 0777) != 0) {
-        fprintf(stderr, "wisp: %s: cannot create folder: %s\n", path, strerror(errno));
-        return false;
-    }
-    return true;
+static wisp_status write_prompt_tensors(void *arg, wisp_sink *sink, wisp_error *err) {
+    return wisp_prompt_write_safetensors(arg, sink, err);
 }
 
 bool cli_prompt_write(const wisp_prompt_adapter *a, const char *dir, bool quiet) {
-    if (!make_dir(dir)) return false;
-    char cfg_path[4200], st_path[4200];
-    snprintf(cfg_path, sizeof cfg_path, "%s/adapter_config.json", dir);
-    snprintf(st_path, sizeof st_path, "%s/adapter_model.safetensors", dir);
     wisp_error err = {0};
     size_t len = 0;
     wisp_status s = wisp_prompt_write_config(a, NULL, 0, &len, &err);
     if (s && s != WISP_ERR_CAPACITY) {
-        cli_report(cfg_path, &err);
+        cli_report(dir, &err);
         return false;
     }
     char *cfg = malloc(len + 2);
     bool ok = cfg && !wisp_prompt_write_config(a, cfg, len + 1, &len, &err);
     if (!ok) {
-        cli_report(cfg_path, &err);
+        if (!cfg) wisp_fail(&err, WISP_ERR_CAPACITY, "out of memory");
+        cli_report(dir, &err);
         free(cfg);
         return false;
     }
-    cli_atomic_file af;
-    if ((ok = cli_atomic_open(&af, st_path))) {
-        if (wisp_prompt_write_safetensors(a, &af.sink, &err)) {
-            cli_report(st_path, &err);
-            cli_atomic_abort(&af);
-            ok = false;
-        } else {
-            ok = cli_atomic_commit(&af);
-        }
-    }
-    if (ok) {
-        cfg[len] = '\n';
-        ok = cli_write_file_atomic(cfg_path, cfg, len + 1);
-    }
+    ok = cli_peft_folder_write(dir, cfg, len, write_prompt_tensors, (void *)(uintptr_t)a);
     if (ok && !quiet) fprintf(stderr, "wrote %s: PEFT prompt-tuning adapter, %d virtual tokens\n", dir, a->n_virtual);
     free(cfg);
     return ok;
