@@ -1,10 +1,8 @@
 /* wisp export: convert a LoRA adapter between llama.cpp's GGUF LoRA and a
  * PEFT folder, either way. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "atomic_file.h"
 #include "commands.h"
