@@ -533,3 +533,12 @@ bool wisp_jw_finish(wisp_json_writer *w) {
     if (w->cap) w->buf[w->len < w->cap ? w->len : w->cap - 1] = 0;
     return !w->overflow && w->depth == 0;
 }
+
+wisp_status wisp_jw_finish_sized(wisp_json_writer *w, size_t cap, size_t *len, const char *what, wisp_error *err) {
+    bool ok = wisp_jw_finish(w);
+    *len = w->len;
+    if (!ok && w->len + 1 > cap)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "%s needs %zu bytes, buffer has %zu", what, w->len + 1, cap);
+    if (!ok) return wisp_fail(err, WISP_ERR_INTERNAL, "%s writer out of balance", what);
+    return WISP_OK;
+}

@@ -87,5 +87,9 @@ void wisp_jw_bool(wisp_json_writer *w, bool v);
 void wisp_jw_null(wisp_json_writer *w);
 /* Finish: NUL-terminate; returns false on overflow or unbalanced nesting. */
 bool wisp_jw_finish(wisp_json_writer *w);
+/* Finish a document written into a caller's buffer of `cap` bytes, for the
+ * measure-then-write calls (NULL/0 first): *len = the bytes it needs without the
+ * NUL; WISP_ERR_CAPACITY naming `what` when the buffer is short. */
+wisp_status wisp_jw_finish_sized(wisp_json_writer *w, size_t cap, size_t *len, const char *what, wisp_error *err);
 
 #endif

@@ -692,12 +692,7 @@ wisp_status wisp_peft_write_config(const wisp_lora *l, const wisp_hparams *base,
     wisp_jw_key(&w, "use_rslora");
     wisp_jw_bool(&w, l->rslora);
     wisp_jw_end_object(&w);
-    bool ok = wisp_jw_finish(&w);
-    *len = w.len;
-    if (!ok && w.len + 1 > cap)
-        return wisp_fail(err, WISP_ERR_CAPACITY, "adapter_config.json needs %zu bytes, buffer has %zu", w.len + 1, cap);
-    if (!ok) return wisp_fail(err, WISP_ERR_INTERNAL, "adapter_config.json writer out of balance");
-    return WISP_OK;
+    return wisp_jw_finish_sized(&w, cap, len, "adapter_config.json", err);
 }
 
 #define EXPORT_NAME_MAX 96

@@ -222,12 +222,7 @@ wisp_status wisp_prompt_write_config(const wisp_prompt_adapter *a, char *buf, si
     wisp_jw_null(&w);
     key_string(&w, "tokenizer_name_or_path", a->tokenizer);
     wisp_jw_end_object(&w);
-    bool ok = wisp_jw_finish(&w);
-    *len = w.len;
-    if (!ok && w.len + 1 > cap)
-        return wisp_fail(err, WISP_ERR_CAPACITY, "adapter_config.json needs %zu bytes, buffer has %zu", w.len + 1, cap);
-    if (!ok) return wisp_fail(err, WISP_ERR_INTERNAL, "adapter_config.json writer out of balance");
-    return WISP_OK;
+    return wisp_jw_finish_sized(&w, cap, len, "adapter_config.json", err);
 }
 
 wisp_status wisp_prompt_write_safetensors(const wisp_prompt_adapter *a, wisp_sink *sink, wisp_error *err) {
