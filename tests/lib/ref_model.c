@@ -346,3 +346,16 @@ void ref_lora_free(ref_lora *l) {
     free(l->m);
     l->a = l->b = l->m = NULL;
 }
+
+double ref_batch_loss(const ref_model *r, const int32_t *tok, const uint8_t *mask, int32_t n_seq, int32_t seq) {
+    double total = 0;
+    int32_t count = 0;
+    for (int32_t b = 0; b < n_seq; b++) {
+        const uint8_t *m = mask ? mask + b * (seq + 1) : NULL;
+        int32_t n = 0;
+        for (int32_t j = 1; j <= seq; j++) n += !m || m[j];
+        if (n) total += ref_loss(r, tok + b * (seq + 1), seq + 1, m) * n;
+        count += n;
+    }
+    return total / count;
+}

@@ -62,6 +62,9 @@ void ref_hidden(const ref_model *r, const int32_t *tokens, int32_t n, double *hi
 /* Mean cross-entropy of tokens[1..n) given the ones before; positions j with
  * mask[j] == 0 are not scored (mask may be NULL). Returns NaN if none is. */
 double ref_loss(const ref_model *r, const int32_t *tokens, int32_t n, const uint8_t *mask);
+/* The engine's batch loss: the mean over every scored target of n_seq
+ * sequences of seq + 1 tokens each (mask: n_seq rows of seq + 1, or NULL). */
+double ref_batch_loss(const ref_model *r, const int32_t *tok, const uint8_t *mask, int32_t n_seq, int32_t seq);
 
 /* A random LoRA pair (uniform in [-amp, amp]) for (layer, proj) of `hp`. */
 ref_lora ref_lora_random(const wisp_hparams *hp, int32_t layer, int32_t proj, int32_t rank, double scale, double amp,

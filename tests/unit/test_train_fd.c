@@ -40,20 +40,6 @@ static bool keep_of_engine(void *user, int32_t layer, int32_t proj, int32_t t, i
     return wisp_train_keep((const wisp_train *)user, 0, layer, proj, t, i);
 }
 
-/* The engine's loss: mean over every scored target of every sequence. */
-static double ref_batch_loss(const ref_model *r, const int32_t *tok, const uint8_t *mask, int32_t n_seq, int32_t seq) {
-    double total = 0;
-    int32_t count = 0;
-    for (int32_t b = 0; b < n_seq; b++) {
-        const uint8_t *m = mask ? mask + b * (seq + 1) : NULL;
-        int32_t n = 0;
-        for (int32_t j = 1; j <= seq; j++) n += !m || m[j];
-        if (n) total += ref_loss(r, tok + b * (seq + 1), seq + 1, m) * n;
-        count += n;
-    }
-    return total / count;
-}
-
 static void fd_check_seq(const char *rel, const variant *v, double tol_loss, double tol_grad, int32_t seq) {
     const char *path = shared_path(rel);
     if (!path) {

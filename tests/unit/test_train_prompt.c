@@ -27,20 +27,6 @@ typedef struct variant {
     int32_t n_virtual;
 } variant;
 
-/* The engine's loss: mean over every scored target of every sequence. */
-static double ref_batch_loss(const ref_model *r, const int32_t *tok, const uint8_t *mask, int32_t n_seq, int32_t seq) {
-    double total = 0;
-    int32_t count = 0;
-    for (int32_t b = 0; b < n_seq; b++) {
-        const uint8_t *m = mask ? mask + b * (seq + 1) : NULL;
-        int32_t n = 0;
-        for (int32_t j = 1; j <= seq; j++) n += !m || m[j];
-        if (n) total += ref_loss(r, tok + b * (seq + 1), seq + 1, m) * n;
-        count += n;
-    }
-    return total / count;
-}
-
 static void fd_check(const char *rel, const variant *v, int32_t seq, double tol_loss, double tol_grad) {
     const char *path = shared_path(rel);
     REQUIRE(path, "%s missing under WISP_SHARED", rel);
