@@ -5,6 +5,7 @@
  * split, deterministic shuffling per epoch, and cursors that resume. */
 #include <stdio.h>
 
+#include "data_memory.h"
 #include "test_train_util.h"
 #include "train_data.h"
 
@@ -17,23 +18,12 @@ static bool build(data_env *e, const wisp_tokenizer *tok, const char *text, cons
     wisp_data_plan_info info;
     memset(e, 0, sizeof *e);
     if (wisp_data_plan(tok, text, strlen(text), o, &info, err)) return false;
-    e->mem.tokens = malloc(sizeof(int32_t) * (info.max_tokens + 1));
-    e->mem.cap_tokens = info.max_tokens;
-    e->mem.examples = malloc(sizeof(wisp_data_example) * (info.max_examples + 1));
-    e->mem.order = malloc(sizeof(int32_t) * (info.max_examples + 1));
-    e->mem.cap_examples = info.max_examples;
-    e->mem.nodes = malloc(sizeof(wisp_json_node) * (info.json_nodes + 1));
-    e->mem.cap_nodes = info.json_nodes;
-    e->mem.text = malloc(info.text_bytes + 1);
-    e->mem.text_bytes = info.text_bytes;
-    e->mem.tok_scratch = malloc(info.tok_scratch);
-    e->mem.tok_scratch_bytes = info.tok_scratch;
+    data_memory_alloc(&e->mem, &info);
     return !wisp_data_build(&e->d, tok, text, strlen(text), o, &e->mem, err);
 }
 
 static void release(data_env *e) {
-    free(e->mem.tokens), free(e->mem.examples), free(e->mem.order), free(e->mem.nodes), free(e->mem.text);
-    free(e->mem.tok_scratch);
+    data_memory_free(&e->mem);
 }
 
 static size_t tokenize(const wisp_tokenizer *tok, const char *s, int32_t *ids, size_t cap) {

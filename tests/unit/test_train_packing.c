@@ -11,6 +11,7 @@
 
 #include "chat_formats.h"
 #include "check.h"
+#include "data_memory.h"
 #include "test_tokenizer_util.h"
 #include "train_data.h"
 
@@ -27,24 +28,13 @@ static wisp_status build(env *e, const wisp_tokenizer *tok, const char *text, in
     wisp_status s = chat ? wisp_data_plan_chat(tok, text, strlen(text), &o, chat, &info, err)
                          : wisp_data_plan(tok, text, strlen(text), &o, &info, err);
     if (s) return s;
-    e->mem.tokens = malloc(sizeof(int32_t) * (info.max_tokens + 1));
-    e->mem.cap_tokens = info.max_tokens;
-    e->mem.examples = malloc(sizeof(wisp_data_example) * (info.max_examples + 1));
-    e->mem.order = malloc(sizeof(int32_t) * (info.max_examples + 1));
-    e->mem.cap_examples = info.max_examples;
-    e->mem.nodes = malloc(sizeof(wisp_json_node) * (info.json_nodes + 1));
-    e->mem.cap_nodes = info.json_nodes;
-    e->mem.text = malloc(info.text_bytes + 1);
-    e->mem.text_bytes = info.text_bytes;
-    e->mem.tok_scratch = malloc(info.tok_scratch);
-    e->mem.tok_scratch_bytes = info.tok_scratch;
+    data_memory_alloc(&e->mem, &info);
     return chat ? wisp_data_build_chat(&e->d, tok, text, strlen(text), &o, &e->mem, chat, err)
                 : wisp_data_build(&e->d, tok, text, strlen(text), &o, &e->mem, err);
 }
 
 static void release(env *e) {
-    free(e->mem.tokens), free(e->mem.examples), free(e->mem.order), free(e->mem.nodes), free(e->mem.text);
-    free(e->mem.tok_scratch);
+    data_memory_free(&e->mem);
 }
 
 static wisp_template *load_template(const char *src, void **mem) {
