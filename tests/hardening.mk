@@ -53,9 +53,11 @@ test-cli: $(BUILD)/tests/tools/kill_at.so
 # runs (7 minutes under ASan) go through the training code that test_train_fd
 # checks under ASan on every family (and test_finetune end to end on llama); the
 # golden logits at every kernel level (5 minutes: test_simd_kernels checks every
-# kernel under ASan) and DPO end to end (4 minutes: test_train_dpo's loss and
-# gradients run under ASan)
-SAN_SLOW_CLI := test_crash_safety test_finetune_arch test_kernel_levels test_finetune_dpo
+# kernel under ASan), DPO end to end (4 minutes: test_train_dpo's loss and
+# gradients run under ASan) and the 462 schema-guided generations (4 minutes:
+# test_guided_mask_exact runs the guide's masks under ASan, test_chat_grammar
+# a guided chat)
+SAN_SLOW_CLI := test_crash_safety test_finetune_arch test_kernel_levels test_finetune_dpo test_guided_json
 san_run = @$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CFLAGS="-O1 -g $(SANITIZE)" LDFLAGS="$(SANITIZE)" all tests && \
 	$(SAN_ENV) tests/run_unit.sh $(SAN_BUILD) $(UNIT_SRC:tests/unit/%.c=$(SAN_BUILD)/tests/%) && \
 	$(SAN_ENV) $(1) WISP=$(abspath $(SAN_BUILD)/wisp) WISP_ASAN=$(abspath $(SAN_BUILD)/wisp) \
