@@ -63,7 +63,7 @@ for (let i = 0; i < 16; i++) {
 const pairsFile = path.join(dir, 'pairs.jsonl');
 writeFileSync(pairsFile, pairs.map((r) => JSON.stringify(r)).join('\n') + '\n');
 
-const dpoSettings = { ctx: 48, batch: 4, steps: 24, lr: 0.01, schedule: 'constant', warmup: 0, beta: 0.1 };
+const dpoSettings = { ctx: 48, batch: 4, steps: 24, lr: 0.0005, schedule: 'constant', warmup: 0, beta: 0.1 };
 const events = [];
 const dpo = await model.finetune(pairs, { method: 'dpo', ...dpoSettings, onProgress: (p) => events.push(p) });
 checkEqual(events.length, dpoSettings.steps, 'DPO: one progress event per step');
@@ -80,22 +80,24 @@ check(acc1 > acc0 && acc1 >= 0.9, `DPO reward accuracy rises: ${acc0.toFixed(3)}
 check(mar1 > mar0 && mar1 > 0, `DPO reward margin grows: ${mar0.toFixed(4)} -> ${mar1.toFixed(4)}`);
 check(loss1 < loss0 && loss0 <= Math.log(2) + 0.05, `DPO loss falls from about log 2: ${loss0.toFixed(4)} -> ${loss1.toFixed(4)}`);
 console.log(`DPO: accuracy ${acc0.toFixed(3)} -> ${acc1.toFixed(3)}, margin ${mar0.toFixed(4)} -> ${mar1.toFixed(4)}, loss ${loss0.toFixed(4)} -> ${loss1.toFixed(4)}`);
-const cliDpo = wispFinetune('dpo', pairsFile, ['--method', 'dpo', '--ctx', '48', '-b', '4', '--steps', '24', '--lr', '0.01',
+const cliDpo = wispFinetune('dpo', pairsFile, ['--method', 'dpo', '--ctx', '48', '-b', '4', '--steps', '24', '--lr', '0.0005',
   '--schedule', 'constant', '--warmup', '0', '--beta', '0.1']);
 compareSteps('DPO', events, cliDpo, [['loss', 'loss'], ['rewards/chosen', 'rewards/chosen'], ['rewards/rejected', 'rewards/rejected'],
   ['rewards/accuracies', 'rewards/accuracies'], ['rewards/margins', 'rewards/margins']]);
 
-// a run shorter than an epoch scores the reference inside each step (the CLI does too): the same losses
+// a run shorter than an epoch scores the reference inside each step (the CLI does too): the same losses,
+// here with cDPO's label smoothing
 const shortEvents = [];
-(await model.finetune(pairs, { method: 'dpo', ...dpoSettings, steps: 2, onProgress: (p) => shortEvents.push(p) })).dispose();
-compareSteps('DPO, reference in the step', shortEvents, wispFinetune('dpo-short', pairsFile, ['--method', 'dpo', '--ctx', '48', '-b', '4',
-  '--steps', '2', '--lr', '0.01', '--schedule', 'constant', '--warmup', '0']), [['loss', 'loss'], ['rewards/margins', 'rewards/margins']]);
+(await model.finetune(pairs, { method: 'dpo', ...dpoSettings, steps: 2, labelSmoothing: 0.1, onProgress: (p) => shortEvents.push(p) })).dispose();
+compareSteps('DPO, reference in the step, label smoothing 0.1', shortEvents, wispFinetune('dpo-short', pairsFile, ['--method', 'dpo',
+  '--ctx', '48', '-b', '4', '--steps', '2', '--lr', '0.0005', '--schedule', 'constant', '--warmup', '0', '--label-smoothing', '0.1']),
+[['loss', 'loss'], ['rewards/margins', 'rewards/margins']]);
 
 // IPO with its own loss
 const ipoEvents = [];
 (await model.finetune(pairs, { method: 'dpo', ...dpoSettings, steps: 3, lossType: 'ipo', onProgress: (p) => ipoEvents.push(p) })).dispose();
 compareSteps('DPO ipo', ipoEvents, wispFinetune('ipo', pairsFile, ['--method', 'dpo', '--loss-type', 'ipo', '--ctx', '48', '-b', '4',
-  '--steps', '3', '--lr', '0.01', '--schedule', 'constant', '--warmup', '0']), [['loss', 'loss']]);
+  '--steps', '3', '--lr', '0.0005', '--schedule', 'constant', '--warmup', '0']), [['loss', 'loss']]);
 
 // the DPO adapter generates in this session and exports as PEFT, as LoRA does
 const prompt = 'Once upon a time, Tim saw a ball.';
@@ -104,7 +106,8 @@ const plain = await model.complete(prompt, opts);
 model.useAdapter(dpo);
 const tuned = await model.complete(prompt, opts);
 model.removeAdapter(dpo);
-check(typeof tuned === 'string' && tuned.length > 0 && tuned !== plain, `the DPO adapter changes generation: ${JSON.stringify(tuned)}`);
+const fixed = 'They were very happy.';
+check(!plain.includes(fixed) && tuned.includes(fixed), `the DPO adapter generates the chosen answers' sentence: ${JSON.stringify(tuned)}`);
 console.log(`generation with the DPO adapter: ${JSON.stringify(tuned)} (without: ${JSON.stringify(plain)})`);
 const dpoPeft = dpo.toPEFT();
 check(JSON.parse(dpoPeft.config).peft_type === 'LORA' && dpoPeft.safetensors.length > 0, 'the DPO adapter exports as a PEFT LoRA');
@@ -160,7 +163,7 @@ e = await expectError(() => model.finetune(pairs, { method: 'dpo', numVirtualTok
 check(e.message.includes('numVirtualTokens'), `the unknown option is named: ${e.message}`);
 e = await expectError(() => model.finetune('some text', { method: 'dpo', steps: 1 }), 'arg', 'DPO on plain text');
 e = await expectError(() => model.finetune([{ prompt: 'a', chosen: 'b', rejected: 'c', score: 1 }], { method: 'dpo', steps: 1, ctx: 16 }),
-  ['format', 'arg'], 'a pair with another key');
+  ['format', 'arg', 'unsupported'], 'a pair with another key');
 check(e.message.includes('score'), `the extra key is named: ${e.message}`);
 
 model.dispose();
