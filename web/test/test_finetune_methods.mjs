@@ -150,6 +150,17 @@ for (const method of ['dora', 'rslora']) {
   a.dispose();
 }
 
+// ---- through a worker: the same steps, trl's names crossing the message channel ----
+const w = await wisp.loadModel(modelPath, { ctx: 128, threads: 1, worker: true });
+const workerEvents = [];
+const wa = await w.finetune(pairs, { method: 'dpo', ...dpoSettings, steps: 3, onProgress: (p) => workerEvents.push(p) });
+checkEqual(wa.info.method, 'dpo', 'worker: the adapter records its method');
+checkEqual(workerEvents.length, 3, 'worker: one progress event per step');
+for (let i = 0; i < 3; i++)
+  for (const k of ['loss', 'rewards/chosen', 'rewards/rejected', 'rewards/accuracies', 'rewards/margins'])
+    checkEqual(workerEvents[i][k], events[i][k], `worker step ${i + 1}: ${k} as in the page's thread`);
+await w.dispose();
+
 // ---- refusals, by name ----
 let e = await expectError(() => model.finetune(text, { method: 'ia3', steps: 1 }), 'arg', 'an unknown method');
 check(e.message.includes("'ia3'"), `the unknown method is named: ${e.message}`);
