@@ -63,6 +63,7 @@ static void train_config(ww_model *m, const ww_train_in *ti, wisp_config *c) {
     /* the method table of `wisp finetune` (cli/finetune_settings.c), for the methods the package offers */
     t->rslora = ti->method == WW_METHOD_RSLORA;
     t->dora = ti->method == WW_METHOD_DORA;
+    t->virtual_tokens = ti->method == WW_METHOD_PROMPT ? ti->num_virtual_tokens : 0;
     if (ti->method == WW_METHOD_DPO) {
         t->objective = WISP_OBJECTIVE_DPO;
         t->micro_batch = ti->micro_batch * 2; /* a chosen and a rejected answer per pair */
@@ -138,6 +139,45 @@ static ww_adapter *result_adapter(ww_model *m, const wisp_lora *l) {
     a->lora = *l;
     a->lora.pairs = pairs;
     return a;
+}
+
+/* A prompt-tuning result: the virtual tokens' rows in a block of their own,
+ * and its init text (PEFT records it). */
+static ww_adapter *prompt_result(ww_model *m, const wisp_ctx *ctx, const char *init, uint32_t init_len) {
+    int32_t n = 0;
+    wisp_train_prompt(ctx, &n);
+    size_t floats = (size_t)n * (size_t)wisp_ctx_hparams(ctx)->dim;
+    ww_adapter *a = calloc(1, sizeof *a);
+    if (a) a->mem = ww_alloc(floats * sizeof(float));
+    if (a && a->mem && init_len) {
+        a->init_text = malloc(init_len + 1);
+        if (a->init_text) memcpy(a->init_text, init, init_len), a->init_text[init_len] = 0;
+    }
+    if (!a || !a->mem || (init_len && !a->init_text)) {
+        if (a) ww_free(a->mem), free(a);
+        wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory for the trained prompt (%zu floats)", floats);
+        return NULL;
+    }
+    a->prompt_rows = a->mem;
+    a->n_virtual = n;
+    return a;
+}
+
+/* PEFT's TEXT init: the embeddings of the text's tokens as its tokenizer
+ * call gives them (BOS when the model adds one), as `wisp finetune
+ * --prompt-init-text` does. */
+static wisp_status init_prompt_from_text(ww_train *t, const char *text, uint32_t len, wisp_error *err) {
+    const wisp_tokenizer *tok = wisp_ctx_tokenizer(t->ctx);
+    unsigned flags = wisp_tokenizer_add_bos_default(tok) ? WISP_TOKENIZE_ADD_BOS : 0;
+    size_t n = 0;
+    wisp_status s = wisp_tokenize_text(t->ctx, text, len, flags, NULL, 0, &n, err);
+    if (s && s != WISP_ERR_CAPACITY) return wisp_error_prefix(err, "promptInitText");
+    int32_t *ids = malloc(sizeof(int32_t) * (n ? n : 1));
+    if (!ids) return wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for %zu token ids", n);
+    s = wisp_tokenize_text(t->ctx, text, len, flags, ids, n, &n, err);
+    if (!s) s = wisp_train_set_prompt(t->ctx, NULL, ids, (int32_t)n, err);
+    free(ids);
+    return s ? wisp_error_prefix(err, "promptInitText") : WISP_OK;
 }
 
 /* Copy the training context's adapter values into the result's own block. */
@@ -315,9 +355,11 @@ static void next_pairs(ww_train *t) {
  * passes, even on failure: they are freed once tokenized). Conversations are
  * rendered with the template spec[0..spec_len) chooses (see
  * ww_template_source; "": the model's), which is needed during the call only.
- * This is where wasm memory grows for fine-tuning. */
+ * Prompt tuning starts from the embeddings of init[0..init_len) when given
+ * (PEFT's TEXT init), else from random rows. This is where wasm memory grows
+ * for fine-tuning. */
 API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, uint32_t n, const char *spec,
-                             uint32_t spec_len) {
+                             uint32_t spec_len, const char *init, uint32_t init_len) {
     ww_train *t = calloc(1, sizeof *t);
     if (!t) {
         free(bytes);
@@ -341,6 +383,11 @@ API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, ui
         goto fail;
     }
     if (wisp_init(&t->ctx, &m->gguf, &c, t->arena, t->plan.total, &m->err)) goto fail;
+    if (init_len && ti->method != WW_METHOD_PROMPT) {
+        wisp_fail(&m->err, WISP_ERR_ARG, "an init text is for prompt tuning");
+        goto fail;
+    }
+    if (init_len && init_prompt_from_text(t, init, init_len, &m->err)) goto fail;
     if (t->dpo && spec_len) {
         wisp_fail(&m->err, WISP_ERR_ARG, "DPO pairs are prompt/chosen/rejected strings: a chat template is not for them");
         goto fail;
@@ -349,7 +396,8 @@ API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, ui
     free(bytes);
     bytes = NULL;
     if (t->dpo && reference_logps(t, ti->steps, &m->err)) goto fail;
-    if (!(t->out = result_adapter(m, wisp_train_lora(t->ctx)))) goto fail;
+    t->out = ti->method == WW_METHOD_PROMPT ? prompt_result(m, t->ctx, init, init_len) : result_adapter(m, wisp_train_lora(t->ctx));
+    if (!t->out) goto fail;
     if (ww_adapter_prepare_export(m, t->out)) goto fail;
     return t;
 fail:
@@ -404,7 +452,13 @@ API int32_t ww_train_step(ww_train *t, ww_train_step_out *out) {
  * session's memory is released for reuse. */
 API ww_adapter *ww_train_finish(ww_train *t) {
     ww_adapter *a = t->out;
-    copy_weights(a, wisp_train_lora(t->ctx));
+    if (a->prompt_rows) {
+        int32_t n = 0;
+        const float *rows = wisp_train_prompt(t->ctx, &n);
+        memcpy(a->prompt_rows, rows, (size_t)n * (size_t)wisp_ctx_hparams(t->ctx)->dim * sizeof(float));
+    } else {
+        copy_weights(a, wisp_train_lora(t->ctx));
+    }
     t->out = NULL;
     ww_train_free(t);
     return a;

@@ -16,7 +16,8 @@ const FULL = -3;
 export const LOAD_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'kernels',
   'onProgress', 'signal', 'worker', 'threads', 'cache'];
 export const FINETUNE_OPTIONS = ['rank', 'alpha', 'steps', 'ctx', 'batch', 'lr', 'seed', 'schedule', 'warmup', 'clip', 'format',
-  'docs', 'onProgress', 'signal', 'name', 'template', 'packing', 'method', 'beta', 'labelSmoothing', 'lossType'];
+  'docs', 'onProgress', 'signal', 'name', 'template', 'packing', 'method', 'beta', 'labelSmoothing', 'lossType',
+  'numVirtualTokens', 'promptInitText'];
 export const GENERATE_OPTIONS = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN',
   'seed', 'addBos', 'special', 'stop', 'signal', 'onToken', 'cachePrompt', 'grammar', 'jsonSchema'];
 
@@ -450,11 +451,16 @@ export class Model {
       const spec = new TextEncoder().encode(o.template ?? '');
       const specPtr = e.alloc(spec.length + 1);
       e.u8.set(spec, specPtr);
+      // prompt tuning's TEXT init ('': random rows)
+      const init = new TextEncoder().encode(o.promptInitText ?? '');
+      const initPtr = e.alloc(init.length + 1);
+      e.u8.set(init, initPtr);
       const ptr = e.alloc(bytes.length + 1);
       e.u8.set(bytes, ptr);
       const settings = writeTrainSettings(e, { ...o, format, docs }, this.threads);
-      t = m._ww_train_begin(this.#ptr, settings, ptr, bytes.length, specPtr, spec.length);
+      t = m._ww_train_begin(this.#ptr, settings, ptr, bytes.length, specPtr, spec.length, initPtr, init.length);
       e.free(specPtr);
+      e.free(initPtr);
       if (!t) throw e.error(this.#ptr);
       const examples = m._ww_train_examples(t);
       m._ww_train_data_report(t, e.record('train_data'));
@@ -569,9 +575,9 @@ export function cutAtStop(text, stops) {
 
 const SCHEDULES = ['constant', 'cosine', 'linear', '1cycle'];
 // options.method -> ww_train_method (wasm/abi_structs.h), the order of its enum
-const METHODS = ['lora', 'rslora', 'dora', 'dpo'];
+const METHODS = ['lora', 'rslora', 'dora', 'dpo', 'prompt'];
 // Methods of `wisp finetune --method` the package does not offer yet: refused by name.
-const METHODS_NOT_HERE = { prompt: 'prompt tuning', prefix: 'prefix tuning' };
+const METHODS_NOT_HERE = { prefix: 'prefix tuning' };
 const DPO_LOSSES = ['sigmoid', 'ipo'];
 
 // Options with the defaults of `wisp finetune`, so the same settings train
@@ -585,6 +591,17 @@ function finetuneOptions(options) {
     const dpoOnly = ['beta', 'labelSmoothing', 'lossType'].filter((k) => o[k] !== undefined);
     if (dpoOnly.length) throw new WispError('arg', `${dpoOnly.join(', ')}: options of method 'dpo', not '${o.method}'`);
   }
+  if (o.method !== 'prompt') {
+    const promptOnly = ['numVirtualTokens', 'promptInitText'].filter((k) => o[k] !== undefined);
+    if (promptOnly.length) throw new WispError('arg', `${promptOnly.join(', ')}: options of method 'prompt', not '${o.method}'`);
+  } else {
+    const loraOnly = ['rank', 'alpha'].filter((k) => options[k] !== undefined);
+    if (loraOnly.length) throw new WispError('arg', `${loraOnly.join(', ')}: LoRA options; method 'prompt' trains only the virtual tokens`);
+  }
+  o.numVirtualTokens ??= 8; // PEFT requires it; its prompt-tuning guide (and `wisp finetune`) use 8
+  checkNumber('numVirtualTokens', o.numVirtualTokens, { min: 1, max: 4096, integer: true });
+  if (o.promptInitText !== undefined && (typeof o.promptInitText !== 'string' || !o.promptInitText))
+    throw new WispError('arg', 'promptInitText must be a non-empty string');
   o.beta ??= 0.1;
   o.labelSmoothing ??= 0;
   o.lossType ??= 'sigmoid';
@@ -651,6 +668,7 @@ function writeTrainSettings(e, o, threads) {
     schedule: SCHEDULES.indexOf(o.schedule), warmup: o.warmup, jsonl: o.format === 'jsonl' ? 1 : 0,
     blank_line_docs: o.docs === 'blank' ? 1 : 0, threads, alpha: o.alpha, lr: o.lr, clip: o.clip, packing: o.packing ? 1 : 0,
     method: METHODS.indexOf(o.method), dpo_beta: o.beta, label_smoothing: o.labelSmoothing, dpo_loss: DPO_LOSSES.indexOf(o.lossType),
+    num_virtual_tokens: o.numVirtualTokens,
   });
 }
 

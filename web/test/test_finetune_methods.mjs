@@ -150,6 +150,45 @@ for (const method of ['dora', 'rslora']) {
   a.dispose();
 }
 
+// ---- prompt tuning: virtual tokens from a text ----
+{
+  const ev = [];
+  const init = 'Once upon a time';
+  const a = await model.finetune(text, { method: 'prompt', numVirtualTokens: 6, promptInitText: init, ctx: 64, batch: 2, steps: 6,
+    lr: 0.01, schedule: 'constant', warmup: 0, onProgress: (p) => ev.push(p) });
+  compareSteps('prompt', ev, wispFinetune('prompt', textFile, ['--method', 'prompt', '--num-virtual-tokens', '6',
+    '--prompt-init-text', init, '--ctx', '64', '-b', '2', '--steps', '6', '--lr', '0.01', '--schedule', 'constant', '--warmup', '0']),
+  [['loss', 'loss']]);
+  check(ev.at(-1).loss < ev[0].loss, `prompt: the loss falls ${ev[0].loss.toFixed(4)} -> ${ev.at(-1).loss.toFixed(4)}`);
+  checkEqual(a.info.numVirtualTokens, 6, 'prompt: the adapter has its virtual tokens');
+  checkEqual(a.info.pairs, 0, 'prompt: no LoRA pairs');
+  const peft = a.toPEFT();
+  // (the CLI's file ends with a newline)
+  checkEqual(peft.config + '\n', readFileSync(path.join(dir, 'prompt', 'peft', 'adapter_config.json'), 'utf8'),
+    "prompt: adapter_config.json is the CLI's");
+  const cliRows = readFileSync(path.join(dir, 'prompt', 'peft', 'adapter_model.safetensors'));
+  checkEqual(peft.safetensors.length, cliRows.length, 'prompt: the safetensors file has the CLI\'s size');
+  let e0 = await expectError(() => a.toGGUF(), 'unsupported', 'prompt tuning as GGUF LoRA is refused');
+  check(/prompt tuning/.test(e0.message), `the refusal names prompt tuning: ${e0.message}`);
+  e0 = await expectError(() => model.useAdapter(a, 0.5), 'arg', 'a prompt adapter with a scale');
+  // generation with the virtual tokens first equals `wisp run` with the CLI's adapter
+  const plainOut = await model.complete('ROMEO:', opts);
+  model.useAdapter(a);
+  const out = await model.complete('ROMEO:', opts);
+  const again = await model.complete('ROMEO:', opts); // the cached virtual tokens and prompt are reused
+  await expectError(() => model.embed('ROMEO:'), 'unsupported', 'embeddings with a prompt adapter attached');
+  model.removeAdapter(a);
+  checkEqual(again, out, 'prompt: the same completion from the cache');
+  checkEqual(await model.complete('ROMEO:', opts), plainOut, 'prompt: detached, the base model again');
+  const run = spawnSync(WISP, ['run', '-m', modelPath, '--lora', path.join(dir, 'prompt', 'peft'), '-p', 'ROMEO:', '-n', '24',
+    '--temp', '0', '--no-echo', '-q', '-t', '1'], { encoding: 'utf8' });
+  check(run.status === 0, `wisp run --lora (prompt) ran: ${run.stderr}`);
+  checkEqual(out, run.stdout.replace(/\n$/, ''), "prompt: greedy generation equals `wisp run --lora` with the CLI's adapter");
+  check(out !== plainOut, `prompt: the virtual tokens change generation: ${JSON.stringify(out)}`);
+  console.log(`prompt: ${JSON.stringify(out)} (without: ${JSON.stringify(plainOut)})`);
+  a.dispose();
+}
+
 // ---- through a worker: the same steps, trl's names crossing the message channel ----
 const w = await wisp.loadModel(modelPath, { ctx: 128, threads: 1, worker: true });
 const workerEvents = [];
@@ -164,14 +203,18 @@ await w.dispose();
 // ---- refusals, by name ----
 let e = await expectError(() => model.finetune(text, { method: 'ia3', steps: 1 }), 'arg', 'an unknown method');
 check(e.message.includes("'ia3'"), `the unknown method is named: ${e.message}`);
-e = await expectError(() => model.finetune(text, { method: 'prompt', steps: 1 }), 'unsupported', 'prompt tuning (not in the package yet)');
-check(e.message.includes("'prompt'"), `the method is named: ${e.message}`);
+e = await expectError(() => model.finetune(text, { method: 'prefix', steps: 1 }), 'unsupported', 'prefix tuning (not in the package yet)');
+check(e.message.includes("'prefix'"), `the method is named: ${e.message}`);
+e = await expectError(() => model.finetune(text, { method: 'prompt', rank: 4, steps: 1 }), 'arg', 'rank with prompt tuning');
+check(e.message.includes('rank'), `the LoRA option is named: ${e.message}`);
+e = await expectError(() => model.finetune(text, { method: 'lora', numVirtualTokens: 4, steps: 1 }), 'arg', 'numVirtualTokens with LoRA');
+check(e.message.includes('numVirtualTokens'), `the prompt option is named: ${e.message}`);
 e = await expectError(() => model.finetune(text, { method: 'lora', beta: 0.2, steps: 1 }), 'arg', 'beta without DPO');
 check(e.message.includes('beta'), `the misplaced option is named: ${e.message}`);
 e = await expectError(() => model.finetune(pairs, { method: 'dpo', lossType: 'hinge', steps: 1 }), 'arg', 'an unknown DPO loss');
 check(e.message.includes('hinge'), `the unknown loss is named: ${e.message}`);
-e = await expectError(() => model.finetune(pairs, { method: 'dpo', numVirtualTokens: 8, steps: 1 }), 'arg', 'an unknown option');
-check(e.message.includes('numVirtualTokens'), `the unknown option is named: ${e.message}`);
+e = await expectError(() => model.finetune(pairs, { method: 'dpo', numVirtualTokenz: 8, steps: 1 }), 'arg', 'an unknown option');
+check(e.message.includes('numVirtualTokenz'), `the unknown option is named: ${e.message}`);
 e = await expectError(() => model.finetune('some text', { method: 'dpo', steps: 1 }), 'arg', 'DPO on plain text');
 e = await expectError(() => model.finetune([{ prompt: 'a', chosen: 'b', rejected: 'c', score: 1 }], { method: 'dpo', steps: 1, ctx: 16 }),
   ['format', 'arg', 'unsupported'], 'a pair with another key');
