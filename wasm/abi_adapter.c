@@ -124,8 +124,37 @@ fail:
     return NULL;
 }
 
+/* A PEFT prompt-tuning adapter into `a` (which owns both files): its rows
+ * as F32 in a block of their own, its init text kept for export. 0 or -1. */
+static int32_t open_prompt(ww_model *m, ww_adapter *a, size_t config_len, size_t st_len) {
+    size_t bytes = 0;
+    wisp_prompt_adapter p;
+    if (wisp_prompt_index_bytes(a->config, config_len, a->file, st_len, &bytes, &m->err)) return -1;
+    void *index = ww_alloc(bytes ? bytes : 1);
+    if (!index) return wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory reading the prompt adapter"), -1;
+    int32_t rc = -1;
+    if (!wisp_prompt_read(a->config, config_len, a->file, st_len, wisp_ctx_hparams(m->ctx), index, bytes, &p, &m->err)) {
+        size_t n = (size_t)p.n_virtual * (size_t)p.dim;
+        size_t text = p.init_text ? strlen(p.init_text) : 0;
+        a->mem = ww_alloc(n * sizeof(float));
+        a->init_text = p.init_text ? malloc(text + 1) : NULL;
+        if (!a->mem || (p.init_text && !a->init_text)) {
+            wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory for %zu prompt floats", n);
+        } else {
+            a->prompt_rows = a->mem;
+            for (size_t i = 0; i < n; i++) a->prompt_rows[i] = wisp_prompt_value(&p, i);
+            if (a->init_text) memcpy(a->init_text, p.init_text, text + 1);
+            a->n_virtual = p.n_virtual;
+            rc = ww_adapter_prepare_export(m, a);
+        }
+    }
+    ww_free(index);
+    return rc;
+}
+
 /* Read a PEFT adapter: adapter_config.json text and adapter_model.safetensors
- * bytes (both from ww_alloc; ownership passes, even on failure). */
+ * bytes (both from ww_alloc; ownership passes, even on failure): LoRA (DoRA
+ * included) or prompt tuning. */
 API ww_adapter *ww_adapter_open_peft(ww_model *m, char *config, size_t config_len, uint8_t *st, size_t st_len) {
     ww_adapter *a = adapter_new(m);
     wisp_peft p;
@@ -138,6 +167,10 @@ API ww_adapter *ww_adapter_open_peft(ww_model *m, char *config, size_t config_le
     }
     a->config = config;
     a->file = st;
+    if (wisp_prompt_config_is_prompt(config, config_len)) {
+        if (open_prompt(m, a, config_len, st_len)) goto fail;
+        return a;
+    }
     const wisp_hparams *hp = wisp_ctx_hparams(m->ctx);
     if (wisp_peft_index_bytes(config, config_len, st, st_len, &index_bytes, &m->err)) goto fail;
     index = ww_alloc(index_bytes ? index_bytes : 1);

@@ -179,6 +179,21 @@ for (const method of ['dora', 'rslora']) {
   await expectError(() => model.embed('ROMEO:'), 'unsupported', 'embeddings with a prompt adapter attached');
   model.removeAdapter(a);
   checkEqual(again, out, 'prompt: the same completion from the cache');
+  // its PEFT files load back (as do the CLI's) and generate the same
+  for (const [what, files] of [['exported', peft], ["the CLI's", { config: readFileSync(path.join(dir, 'prompt', 'peft', 'adapter_config.json'), 'utf8'),
+    safetensors: new Uint8Array(cliRows) }]]) {
+    const back = await wisp.loadAdapter(model, files);
+    checkEqual(back.info.numVirtualTokens, 6, `prompt: ${what} PEFT files load as prompt tuning`);
+    model.useAdapter(back);
+    const o = await model.complete('ROMEO:', opts);
+    model.removeAdapter(back);
+    checkEqual(o, out, `prompt: ${what} PEFT files generate as the trained adapter`);
+    if (what === 'exported') {
+      const p2 = back.toPEFT();
+      check(p2.config === peft.config && Buffer.from(p2.safetensors).equals(Buffer.from(peft.safetensors)), 'prompt: PEFT round trip byte-identical');
+    }
+    back.dispose();
+  }
   checkEqual(await model.complete('ROMEO:', opts), plainOut, 'prompt: detached, the base model again');
   const run = spawnSync(WISP, ['run', '-m', modelPath, '--lora', path.join(dir, 'prompt', 'peft'), '-p', 'ROMEO:', '-n', '24',
     '--temp', '0', '--no-echo', '-q', '-t', '1'], { encoding: 'utf8' });

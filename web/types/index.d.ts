@@ -217,9 +217,10 @@ export interface PreferencePair { prompt: string; chosen: string; rejected: stri
 export type TrainingData = string | string[] | TrainingRecord[] | PreferencePair[];
 
 /** `wisp finetune --method`: LoRA, rsLoRA (alpha / sqrt(rank)), DoRA (PEFT use_dora: a learned magnitude per
- * output row), or DPO (trl's, a LoRA adapter trained on preference pairs against the base as reference).
- * 'prompt' and 'prefix' are refused by name: not in the npm package yet. */
-export type FinetuneMethod = 'lora' | 'rslora' | 'dora' | 'dpo';
+ * output row), DPO (trl's, a LoRA adapter trained on preference pairs against the base as reference), or
+ * prompt tuning (PEFT PROMPT_TUNING: learned virtual tokens before every input). 'prefix' is refused by name:
+ * not in the npm package yet. */
+export type FinetuneMethod = 'lora' | 'rslora' | 'dora' | 'dpo' | 'prompt';
 
 /** Defaults are `wisp finetune`'s, so the same settings train the same adapter in a browser and natively. */
 export interface FinetuneOptions {
@@ -231,6 +232,10 @@ export interface FinetuneOptions {
   labelSmoothing?: number;
   /** method 'dpo': trl's loss_type; default 'sigmoid' */
   lossType?: 'sigmoid' | 'ipo';
+  /** method 'prompt': learned embeddings before every input; default 8 */
+  numVirtualTokens?: number;
+  /** method 'prompt': start from this text's token embeddings (PEFT's TEXT init); default random rows */
+  promptInitText?: string;
   /** LoRA rank; default 8 */
   rank?: number;
   /** LoRA alpha; default 2 x rank */
@@ -329,6 +334,8 @@ export interface AdapterInfo {
   source: 'gguf' | 'peft' | 'finetune';
   /** fine-tuned adapters: the method they were trained with */
   method?: FinetuneMethod;
+  /** prompt tuning: the virtual tokens (pairs, rank and alpha are 0) */
+  numVirtualTokens?: number;
   /** fine-tuned adapters: what the training data became */
   data?: TrainingDataReport;
 }

@@ -60,7 +60,8 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const dpo: Adapter = await m.finetune([{ prompt: 'Q:', chosen: ' Yes.', rejected: ' No.' }],
     { method: 'dpo', beta: 0.1, lossType: 'sigmoid', labelSmoothing: 0, onProgress: (p) => console.log(p['rewards/margins'], p.pairs) });
   const dora: Adapter = await m.finetune('text', { method: 'dora', rank: 4 });
-  console.log(dpo.info.method, dora.info.rank);
+  const prompt: Adapter = await m.finetune('text', { method: 'prompt', numVirtualTokens: 8, promptInitText: 'Once upon a time' });
+  console.log(dpo.info.method, dora.info.rank, prompt.info.numVirtualTokens);
   // @ts-expect-error unknown method
   await m.finetune('text', { method: 'ia3' });
   // @ts-expect-error lossType is 'sigmoid' or 'ipo'
