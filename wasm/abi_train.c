@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "abi.h"
+#include "preference_batches.h"
 #include "preference_pairs.h"
 #include "train_data.h"
 
@@ -314,41 +315,16 @@ static wisp_status build_pairs(ww_train *t, const char *bytes, size_t n, const w
 }
 
 /* DPO: the reference's log-probs of every pair (the base, the adapter
- * detached), B sequences of one side at a time, when the run sees every pair
- * at least once; as `wisp finetune` does (trl's precompute_ref_log_probs).
- * A shorter run scores the reference in each step instead. */
+ * detached) when the run sees every pair at least once, as `wisp finetune`
+ * does (trl's precompute_ref_log_probs); a shorter run scores the reference
+ * in each step instead. */
 static wisp_status reference_logps(ww_train *t, int64_t steps, wisp_error *err) {
-    int32_t n = wisp_data_count(&t->data, WISP_SPLIT_TRAIN), width = t->S + 1;
+    int32_t n = wisp_data_count(&t->data, WISP_SPLIT_TRAIN);
     if (steps * (t->B / 2) < n) return WISP_OK;
     if (!(t->ref = malloc(sizeof(double) * 2 * (size_t)(n > 0 ? n : 1))))
         return wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for %d reference log-probs", 2 * n);
-    const wisp_train_data *sides[2] = {&t->data, &t->rejected};
-    for (int s = 0; s < 2; s++)
-        for (int32_t i = 0; i < n; i += t->B) {
-            int32_t k = n - i < t->B ? n - i : t->B;
-            for (int32_t j = 0; j < k; j++)
-                wisp_data_get(sides[s], WISP_SPLIT_TRAIN, i + j, t->batch + (size_t)j * width, t->mask + (size_t)j * width);
-            wisp_status st = wisp_train_sequence_logps(t->ctx, t->batch, t->mask, k, false, t->ref + (size_t)s * n + i, NULL, err);
-            if (st) return wisp_error_prefix(err, "reference log-probs");
-        }
-    return WISP_OK;
-}
-
-/* DPO: the next pairs, chosen answers in the batch's first half, rejected in
- * the second, with their references when they were scored up front. */
-static void next_pairs(ww_train *t) {
-    int32_t pairs = t->B / 2, width = t->S + 1, n = wisp_data_count(&t->data, WISP_SPLIT_TRAIN);
-    int32_t index[2][64];
-    for (int32_t at = 0; at < pairs; at += 64) {
-        int32_t k = pairs - at < 64 ? pairs - at : 64;
-        wisp_data_next_indexed(&t->data, k, t->batch + (size_t)at * width, t->mask + (size_t)at * width, index[0]);
-        wisp_data_next_indexed(&t->rejected, k, t->batch + (size_t)(pairs + at) * width,
-                               t->mask + (size_t)(pairs + at) * width, index[1]);
-        for (int32_t j = 0; t->ref && j < k; j++) {
-            t->batch_ref[at + j] = t->ref[index[0][j]];
-            t->batch_ref[pairs + at + j] = t->ref[(size_t)n + (size_t)index[1][j]];
-        }
-    }
+    wisp_status s = wisp_pairs_reference(t->ctx, &t->data, &t->rejected, t->B, t->S + 1, t->batch, t->mask, t->ref, err);
+    return s ? wisp_error_prefix(err, "reference log-probs") : WISP_OK;
 }
 
 /* Start a session on the training data in `bytes` (from ww_alloc; ownership
@@ -427,7 +403,7 @@ API int32_t ww_train_step(ww_train *t, ww_train_step_out *out) {
     wisp_train_step_info info;
     out->rewards_chosen = out->rewards_rejected = out->rewards_accuracies = out->rewards_margins = NAN;
     if (t->dpo) { /* scored: the pairs */
-        next_pairs(t);
+        wisp_pairs_next(&t->data, &t->rejected, t->ref, t->B / 2, t->S + 1, t->batch, t->mask, t->batch_ref);
         wisp_dpo_result r;
         if (wisp_train_dpo_micro_step(t->ctx, t->batch, t->mask, t->B / 2, t->ref ? t->batch_ref : NULL, &r, &m->err))
             return -1;
