@@ -215,6 +215,17 @@ for (let i = 0; i < 3; i++)
     checkEqual(workerEvents[i][k], events[i][k], `worker step ${i + 1}: ${k} as in the page's thread`);
 await w.dispose();
 
+// ---- plans: a method's trainable state and saved activations as `wisp plan --train --method` plans them ----
+// (the inference parts differ: the package's training context is planned minimal, the CLI's is not)
+for (const method of ['lora', 'rslora', 'dora', 'dpo', 'prompt']) {
+  const mine = model.plan({ finetune: { method, ctx: 48, batch: 4 } }).parts;
+  const p = spawnSync(WISP, ['plan', '-m', modelPath, '--train', '--method', method, '--ctx', '48', '--batch', '4', '--json', '-t', '1'],
+    { encoding: 'utf8' });
+  check(p.status === 0, `wisp plan --train --method ${method}: ${p.stderr}`);
+  const theirs = JSON.parse(p.stdout).parts;
+  for (const part of ['optimizer', 'activations']) checkEqual(mine[part], theirs[part], `plan of ${method}: ${part} as the CLI plans it`);
+}
+
 // ---- refusals, by name ----
 let e = await expectError(() => model.finetune(text, { method: 'ia3', steps: 1 }), 'arg', 'an unknown method');
 check(e.message.includes("'ia3'"), `the unknown method is named: ${e.message}`);
