@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "file_map.h"
+#include "preference_batches.h"
 #include "preference_pairs.h"
 #include "session.h"
 
@@ -62,33 +63,16 @@ bool ft_pairs_reference(wisp_ctx *ctx, ft_pairs *p, int32_t b, int32_t width, in
         fprintf(stderr, "wisp finetune: out of memory for %d reference log-probs\n", 2 * n);
         return false;
     }
-    const wisp_train_data *sides[2] = {&p->chosen.d, &p->rejected.d};
-    wisp_error err = {0};
-    for (int s = 0; s < 2; s++) /* 2b sequences of one side at a time: the micro-batch's size */
-        for (int32_t i = 0; i < n; i += 2 * b) {
-            int32_t k = n - i < 2 * b ? n - i : 2 * b;
-            for (int32_t j = 0; j < k; j++)
-                wisp_data_get(sides[s], WISP_SPLIT_TRAIN, i + j, tok + (size_t)j * width, mask + (size_t)j * width);
-            if (wisp_train_sequence_logps(ctx, tok, mask, k, false, p->ref + (size_t)s * n + i, NULL, &err)) {
-                cli_report("reference log-probs", &err);
-                return false;
-            }
-        }
+    wisp_error err = {0}; /* 2b sequences of one side at a time: the micro-batch's size */
+    if (wisp_pairs_reference(ctx, &p->chosen.d, &p->rejected.d, 2 * b, width, tok, mask, p->ref, &err)) {
+        cli_report("reference log-probs", &err);
+        return false;
+    }
     return true;
 }
 
 void ft_pairs_next(ft_pairs *p, int32_t n, int32_t width, int32_t *tok, uint8_t *mask, double *ref) {
-    int32_t index[2][64], n_train = wisp_data_count(&p->chosen.d, WISP_SPLIT_TRAIN);
-    for (int32_t at = 0; at < n; at += 64) { /* in runs of 64: indices of a run, then their references */
-        int32_t k = n - at < 64 ? n - at : 64;
-        wisp_data_next_indexed(&p->chosen.d, k, tok + (size_t)at * width, mask + (size_t)at * width, index[0]);
-        wisp_data_next_indexed(&p->rejected.d, k, tok + (size_t)(n + at) * width, mask + (size_t)(n + at) * width,
-                               index[1]);
-        for (int32_t j = 0; p->ref && j < k; j++) {
-            ref[at + j] = p->ref[index[0][j]];
-            ref[n + at + j] = p->ref[(size_t)n_train + (size_t)index[1][j]];
-        }
-    }
+    wisp_pairs_next(&p->chosen.d, &p->rejected.d, p->ref, n, width, tok, mask, ref);
 }
 
 void ft_dpo_accumulate(cli_dpo_metrics *sum, double *loss_sum, int32_t *pairs, const wisp_dpo_result *r) {

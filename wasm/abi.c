@@ -362,7 +362,8 @@ API const char *ww_kernels_name(ww_model *m) { return m->ctx ? wisp_ctx_kernels_
 API char *ww_io(ww_model *m) { return m->io; }
 API uint32_t ww_io_cap(ww_model *m) { return (uint32_t)m->io_cap; }
 API int32_t *ww_ids(ww_model *m) { return m->ids; }
-API int32_t ww_n_ctx(ww_model *m) { return m->ctx ? wisp_ctx_config(m->ctx)->n_ctx : 0; }
+/* Positions left for tokens: a prompt-tuning adapter's virtual tokens take the first ones. */
+API int32_t ww_n_ctx(ww_model *m) { return m->ctx ? wisp_ctx_config(m->ctx)->n_ctx - m->n_virtual : 0; }
 API int32_t ww_n_cached(ww_model *m) { return m->n_cached; }
 API int32_t ww_bos(ww_model *m) { return wisp_tokenizer_bos(wisp_ctx_tokenizer(m->ctx)); }
 API int32_t ww_eos(ww_model *m) { return wisp_tokenizer_eos(wisp_ctx_tokenizer(m->ctx)); }
@@ -409,6 +410,21 @@ API void ww_reset(ww_model *m) {
     wisp_rewind(m->ctx, 0);
     m->n_cached = 0;
     m->pending = -1;
+    m->virtual_cached = false;
+}
+
+/* With a prompt-tuning adapter attached and nothing cached: its virtual
+ * tokens first, at positions 0..n_virtual-1. 0 or -1. */
+static int32_t eval_virtual(ww_model *m) {
+    if (!m->virtual_rows || m->virtual_cached) return 0;
+    wisp_rewind(m->ctx, 0);
+    m->n_cached = 0;
+    if (wisp_eval_embeddings(m->ctx, m->virtual_rows, m->n_virtual, &m->err)) {
+        ww_reset(m);
+        return -1;
+    }
+    m->virtual_cached = true;
+    return 0;
 }
 
 /* Make the cache hold exactly the prompt ids[0..n) and its logits ready:
@@ -418,11 +434,13 @@ API void ww_reset(ww_model *m) {
 API int32_t ww_prompt(ww_model *m, int32_t n) {
     m->pending = -1;
     if (n <= 0) return wisp_fail(&m->err, WISP_ERR_ARG, "the prompt is empty (and no BOS token was added)"), -1;
-    int32_t keep = 0;
+    int32_t keep = 0, v = m->virtual_cached ? m->n_virtual : 0; /* cache positions before the tokens */
     while (keep < m->n_cached && keep < n - 1 && m->cached[keep] == m->ids[keep]) keep++;
-    wisp_rewind(m->ctx, keep);
-    if (wisp_n_past(m->ctx) < keep) keep = wisp_n_past(m->ctx); /* a sliding window's ring forgot it */
+    wisp_rewind(m->ctx, v + keep);
+    if (wisp_n_past(m->ctx) < v + keep) keep = wisp_n_past(m->ctx) - v; /* a sliding window's ring forgot it */
+    if (keep < 0 || (m->virtual_rows && !m->virtual_cached)) ww_reset(m), keep = 0; /* the virtual tokens go first */
     m->n_cached = keep;
+    if (eval_virtual(m)) return -1;
     if (wisp_eval(m->ctx, m->ids + keep, n - keep, &m->err)) {
         ww_reset(m);
         return -1;
@@ -439,7 +457,7 @@ API int32_t ww_next(ww_model *m) {
     if (m->pending >= 0) {
         int32_t t = m->pending;
         m->pending = -1;
-        if (m->n_cached >= wisp_ctx_config(m->ctx)->n_ctx) return WW_FULL;
+        if (m->n_cached >= ww_n_ctx(m)) return WW_FULL;
         if (wisp_eval(m->ctx, &t, 1, &m->err)) return -1;
         m->cached[m->n_cached++] = t;
     }
@@ -455,11 +473,12 @@ API int32_t ww_next(ww_model *m) {
 /* Evaluate ids[0..n) after the cache (low level); 0 or -1. */
 API int32_t ww_eval(ww_model *m, int32_t n) {
     m->pending = -1;
-    if (n > 0 && n > wisp_ctx_config(m->ctx)->n_ctx - m->n_cached) {
-        wisp_fail(&m->err, WISP_ERR_CAPACITY, "context full: %d cached + %d new tokens exceed n_ctx %d", m->n_cached, n,
-                  wisp_ctx_config(m->ctx)->n_ctx);
+    if (n > 0 && n > ww_n_ctx(m) - m->n_cached) {
+        wisp_fail(&m->err, WISP_ERR_CAPACITY, "context full: %d cached + %d new tokens exceed n_ctx %d%s", m->n_cached, n,
+                  ww_n_ctx(m), m->n_virtual ? " (after the prompt-tuning adapter's virtual tokens)" : "");
         return -1;
     }
+    if (m->n_cached == 0 && eval_virtual(m)) return -1;
     if (wisp_eval(m->ctx, m->ids, n, &m->err)) return -1;
     memcpy(m->cached + m->n_cached, m->ids, (size_t)n * sizeof(int32_t));
     m->n_cached += n;

@@ -10,6 +10,7 @@
 
 #include "abi_structs.h"
 #include "lora.h"
+#include "peft_prompt.h"
 #include "sampler.h"
 #include "wisp.h"
 
@@ -35,6 +36,12 @@ typedef struct ww_model {
     void *guided;     /* the grammar constraining generation, owned: abi_guide.c (NULL: none) */
     float *embedding; /* [dim] the last embedding, owned: abi_embed.c (NULL until the first) */
     void *shards;     /* shards 2..N of a split model and their views, owned: abi_shards.c (NULL: one file) */
+    /* the attached prompt-tuning adapter's virtual tokens [n_virtual][dim]
+     * (NULL: none): they take the cache's first n_virtual positions, before
+     * the cached tokens, as PEFT prepends them to every input */
+    const float *virtual_rows;
+    int32_t n_virtual;
+    bool virtual_cached; /* they are in the cache now */
     wisp_error err;
 } ww_model;
 
@@ -46,6 +53,11 @@ typedef struct ww_adapter {
     void *mem;           /* pair table and weights of its own: owned */
     wisp_gguf gguf;
     wisp_lora lora;
+    /* a prompt-tuning adapter (PEFT PROMPT_TUNING) instead of LoRA pairs:
+     * [n_virtual][dim] F32 rows in mem; lora is then empty */
+    float *prompt_rows;
+    int32_t n_virtual;
+    char *init_text;     /* prompt_tuning_init_text (owned), or NULL: RANDOM init */
     int32_t handle;      /* > 0 while attached */
     char *notes;         /* what an importer wants the user to know ('\n'-separated), owned */
     /* export buffers, sized when the adapter is made so exporting allocates nothing */
@@ -90,6 +102,9 @@ void ww_adapter_free(ww_model *m, ww_adapter *a);
 
 /* Size and write the export buffers of a finished adapter; 0 or -1. */
 int32_t ww_adapter_prepare_export(ww_model *m, ww_adapter *a);
+
+/* A prompt-tuning adapter (a->prompt_rows) as PEFT's prompt writer takes it. */
+wisp_prompt_adapter ww_prompt_adapter_of(const ww_model *m, const ww_adapter *a);
 
 /* Output files go to JS in pieces through Module.wispSinkWrite, so
  * exporting allocates nothing in wasm memory. */

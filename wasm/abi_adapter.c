@@ -9,6 +9,7 @@
 #include "abi.h"
 #include "lora_gguf.h"
 #include "peft.h"
+#include "peft_prompt.h"
 
 EM_JS(int, js_sink_write, (const void *data, size_t n), { return Module["wispSinkWrite"](data, n) ? 1 : 0; });
 
@@ -31,6 +32,7 @@ static void adapter_free(ww_adapter *a) {
     free(a->notes);
     free(a->peft_config);
     free(a->peft_scratch);
+    free(a->init_text);
     free(a);
 }
 
@@ -50,7 +52,31 @@ static void base_model_name(const ww_model *m, char *buf, size_t cap) {
     buf[n] = 0;
 }
 
+/* A prompt-tuning adapter as PEFT's writer takes it. */
+wisp_prompt_adapter ww_prompt_adapter_of(const ww_model *m, const ww_adapter *a) {
+    const wisp_hparams *hp = wisp_ctx_hparams(m->ctx);
+    wisp_prompt_adapter p = {0};
+    p.n_virtual = a->n_virtual, p.dim = hp->dim, p.n_layers = hp->n_layers, p.n_heads = hp->n_heads;
+    p.text_init = a->init_text != NULL, p.init_text = a->init_text, p.type = WISP_TYPE_F32, p.rows = a->prompt_rows;
+    return p;
+}
+
+/* adapter_config.json of a prompt-tuning adapter, written once. */
+static int32_t prepare_prompt_export(ww_model *m, ww_adapter *a) {
+    wisp_prompt_adapter p = ww_prompt_adapter_of(m, a);
+    size_t len = 0;
+    wisp_error probe = {0};
+    if (wisp_prompt_write_config(&p, NULL, 0, &len, &probe) != WISP_ERR_CAPACITY) {
+        m->err = probe;
+        return -1;
+    }
+    if (!(a->peft_config = malloc(len + 1)))
+        return wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory for the adapter's config"), -1;
+    return wisp_prompt_write_config(&p, a->peft_config, len + 1, &a->peft_config_len, &m->err) ? -1 : 0;
+}
+
 int32_t ww_adapter_prepare_export(ww_model *m, ww_adapter *a) {
+    if (a->prompt_rows) return prepare_prompt_export(m, a);
     char base[128];
     base_model_name(m, base, sizeof base);
     const wisp_hparams *hp = wisp_ctx_hparams(m->ctx);
@@ -98,8 +124,37 @@ fail:
     return NULL;
 }
 
+/* A PEFT prompt-tuning adapter into `a` (which owns both files): its rows
+ * as F32 in a block of their own, its init text kept for export. 0 or -1. */
+static int32_t open_prompt(ww_model *m, ww_adapter *a, size_t config_len, size_t st_len) {
+    size_t bytes = 0;
+    wisp_prompt_adapter p;
+    if (wisp_prompt_index_bytes(a->config, config_len, a->file, st_len, &bytes, &m->err)) return -1;
+    void *index = ww_alloc(bytes ? bytes : 1);
+    if (!index) return wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory reading the prompt adapter"), -1;
+    int32_t rc = -1;
+    if (!wisp_prompt_read(a->config, config_len, a->file, st_len, wisp_ctx_hparams(m->ctx), index, bytes, &p, &m->err)) {
+        size_t n = (size_t)p.n_virtual * (size_t)p.dim;
+        size_t text = p.init_text ? strlen(p.init_text) : 0;
+        a->mem = ww_alloc(n * sizeof(float));
+        a->init_text = p.init_text ? malloc(text + 1) : NULL;
+        if (!a->mem || (p.init_text && !a->init_text)) {
+            wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory for %zu prompt floats", n);
+        } else {
+            a->prompt_rows = a->mem;
+            for (size_t i = 0; i < n; i++) a->prompt_rows[i] = wisp_prompt_value(&p, i);
+            if (a->init_text) memcpy(a->init_text, p.init_text, text + 1);
+            a->n_virtual = p.n_virtual;
+            rc = ww_adapter_prepare_export(m, a);
+        }
+    }
+    ww_free(index);
+    return rc;
+}
+
 /* Read a PEFT adapter: adapter_config.json text and adapter_model.safetensors
- * bytes (both from ww_alloc; ownership passes, even on failure). */
+ * bytes (both from ww_alloc; ownership passes, even on failure): LoRA (DoRA
+ * included) or prompt tuning. */
 API ww_adapter *ww_adapter_open_peft(ww_model *m, char *config, size_t config_len, uint8_t *st, size_t st_len) {
     ww_adapter *a = adapter_new(m);
     wisp_peft p;
@@ -112,6 +167,10 @@ API ww_adapter *ww_adapter_open_peft(ww_model *m, char *config, size_t config_le
     }
     a->config = config;
     a->file = st;
+    if (wisp_prompt_config_is_prompt(config, config_len)) {
+        if (open_prompt(m, a, config_len, st_len)) goto fail;
+        return a;
+    }
     const wisp_hparams *hp = wisp_ctx_hparams(m->ctx);
     if (wisp_peft_index_bytes(config, config_len, st, st_len, &index_bytes, &m->err)) goto fail;
     index = ww_alloc(index_bytes ? index_bytes : 1);
@@ -148,11 +207,26 @@ fail:
 API int32_t ww_adapter_pairs(ww_adapter *a) { return a->lora.n_pairs; }
 API int32_t ww_adapter_rank(ww_adapter *a) { return a->lora.max_rank; }
 API float ww_adapter_alpha(ww_adapter *a) { return a->lora.n_pairs ? a->lora.pairs[0].alpha : 0.0f; }
+API int32_t ww_adapter_virtual_tokens(ww_adapter *a) { return a->prompt_rows ? a->n_virtual : 0; }
 API const char *ww_adapter_notes(ww_adapter *a) { return a->notes ? a->notes : ""; }
 
 /* Attach with a user scale, or rescale when attached already. The KV cache
  * is cleared: what the model computes changes. 0 or -1. */
 API int32_t ww_adapter_attach(ww_model *m, ww_adapter *a, float scale) {
+    if (a->prompt_rows) { /* virtual tokens before every input: no scale, one adapter of the kind */
+        if (scale != 1.0f)
+            return wisp_fail(&m->err, WISP_ERR_ARG, "a prompt-tuning adapter has no scale (got %g): attach it with 1",
+                             (double)scale), -1;
+        if (m->virtual_rows && m->virtual_rows != a->prompt_rows)
+            return wisp_fail(&m->err, WISP_ERR_ARG, "another prompt-tuning adapter is attached: detach it first"), -1;
+        if (a->n_virtual >= wisp_ctx_config(m->ctx)->n_ctx)
+            return wisp_fail(&m->err, WISP_ERR_CAPACITY, "the adapter's %d virtual tokens fill the context (n_ctx %d)",
+                             a->n_virtual, wisp_ctx_config(m->ctx)->n_ctx), -1;
+        ww_reset(m);
+        m->virtual_rows = a->prompt_rows, m->n_virtual = a->n_virtual;
+        a->handle = 1;
+        return 0;
+    }
     wisp_status s = a->handle > 0 ? wisp_adapter_set_scale(m->ctx, a->handle, scale, &m->err)
                                   : wisp_adapter_attach(m->ctx, &a->lora, scale, &a->handle, &m->err);
     if (s) return -1;
@@ -162,6 +236,12 @@ API int32_t ww_adapter_attach(ww_model *m, ww_adapter *a, float scale) {
 
 API int32_t ww_adapter_detach(ww_model *m, ww_adapter *a) {
     if (a->handle <= 0) return 0;
+    if (a->prompt_rows) {
+        ww_reset(m);
+        m->virtual_rows = NULL, m->n_virtual = 0;
+        a->handle = 0;
+        return 0;
+    }
     if (wisp_adapter_detach(m->ctx, a->handle, &m->err)) return -1;
     a->handle = 0;
     ww_reset(m);
@@ -177,6 +257,10 @@ API void ww_adapter_free(ww_model *m, ww_adapter *a) {
 /* Write the adapter as a GGUF LoRA through the JS sink (or, with
  * count_only, only count the bytes). Returns the byte count, or -1. */
 API int32_t ww_adapter_write_gguf(ww_model *m, ww_adapter *a, const char *name, int32_t count_only) {
+    if (a->prompt_rows)
+        return wisp_fail(&m->err, WISP_ERR_UNSUPPORTED, "the adapter to write is prompt tuning: GGUF LoRA adapters "
+                                                         "(llama.cpp's format) cannot carry virtual tokens; write it as a "
+                                                         "PEFT folder"), -1;
     wisp_sink sink = count_only ? wisp_count_sink_make() : ww_js_sink();
     const char *arch = wisp_arch_name(wisp_ctx_hparams(m->ctx)->arch);
     if (wisp_lora_gguf_write(&a->lora, arch, name, &sink, NULL, &m->err)) return -1;
@@ -190,6 +274,11 @@ API uint32_t ww_adapter_peft_config_len(ww_adapter *a) { return (uint32_t)a->pef
 /* PEFT's adapter_model.safetensors through the JS sink (or counted). */
 API int32_t ww_adapter_write_safetensors(ww_model *m, ww_adapter *a, int32_t count_only) {
     wisp_sink sink = count_only ? wisp_count_sink_make() : ww_js_sink();
+    if (a->prompt_rows) {
+        wisp_prompt_adapter p = ww_prompt_adapter_of(m, a);
+        if (wisp_prompt_write_safetensors(&p, &sink, &m->err)) return -1;
+        return (int32_t)sink.written;
+    }
     if (wisp_peft_write_safetensors(&a->lora, wisp_ctx_hparams(m->ctx), a->peft_scratch, a->peft_scratch_bytes, &sink,
                                     &m->err))
         return -1;

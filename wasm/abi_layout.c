@@ -64,9 +64,11 @@ static const field fields[] = {
 
     TRAIN_I(seq_len), TRAIN_I(micro_batch), TRAIN_I(rank), TRAIN_I(steps), TRAIN_U(seed_lo), TRAIN_U(seed_hi),
     TRAIN_I(schedule), TRAIN_I(warmup), TRAIN_I(jsonl), TRAIN_I(blank_line_docs), TRAIN_I(threads), TRAIN_F(alpha),
-    TRAIN_F(lr), TRAIN_F(clip), TRAIN_I(packing),
+    TRAIN_F(lr), TRAIN_F(clip), TRAIN_I(packing), TRAIN_I(method), TRAIN_F(dpo_beta), TRAIN_F(label_smoothing),
+    TRAIN_I(dpo_loss), TRAIN_I(num_virtual_tokens),
 
-    STEP(loss), STEP(scored), STEP(lr), STEP(grad_norm), STEP(step), STEP(epoch),
+    STEP(loss), STEP(scored), STEP(lr), STEP(grad_norm), STEP(step), STEP(epoch), STEP(rewards_chosen),
+    STEP(rewards_rejected), STEP(rewards_accuracies), STEP(rewards_margins),
 
     DATA(records), DATA(windows), DATA(truncated), DATA(unscored), DATA(scored),
 

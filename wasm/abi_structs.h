@@ -43,11 +43,24 @@ typedef struct ww_train_in {
     int32_t threads;
     float alpha, lr, clip;
     int32_t packing;        /* 1: JSONL records packed into shared windows (adapters/train_data.h) */
+    int32_t method;         /* ww_train_method */
+    float dpo_beta;         /* DPO: trl's beta (0: 0.1) */
+    float label_smoothing;  /* DPO sigmoid: cDPO's label smoothing in [0, 0.5) */
+    int32_t dpo_loss;       /* DPO: wisp_dpo_loss_kind (sigmoid, ipo) */
+    int32_t num_virtual_tokens; /* prompt tuning: learned embeddings before every input */
 } ww_train_in;
+
+/* What a session trains (`wisp finetune --method`, cli/finetune_settings.c).
+ * DPO trains a LoRA adapter on JSONL pairs {prompt, chosen, rejected}; its
+ * micro_batch counts pairs (two sequences each), as --batch does. */
+typedef enum ww_train_method { WW_METHOD_LORA, WW_METHOD_RSLORA, WW_METHOD_DORA, WW_METHOD_DPO, WW_METHOD_PROMPT } ww_train_method;
 
 /* What one optimizer step reports (ww_train_step). */
 typedef struct ww_train_step_out {
     double loss, scored, lr, grad_norm, step, epoch;
+    /* DPO: trl's rewards/chosen, rewards/rejected, rewards/accuracies and
+     * rewards/margins, means over the step's pairs; NaN for other methods */
+    double rewards_chosen, rewards_rejected, rewards_accuracies, rewards_margins;
 } ww_train_step_out;
 
 /* What the training data became (ww_train_data_report): the same counts

@@ -1,4 +1,5 @@
-/* LoRA fine-tuning through the C ABI.
+/* Fine-tuning through the C ABI: LoRA, rsLoRA, DoRA and DPO (a LoRA adapter
+ * trained on preference pairs), the methods of `wisp finetune --method`.
  *
  * A fine-tuning session is a second context over the same GGUF bytes (the
  * weights are shared, never copied), planned for training: trainable
@@ -12,7 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
 #include "abi.h"
+#include "preference_batches.h"
+#include "preference_pairs.h"
 #include "train_data.h"
 
 typedef struct ww_train {
@@ -20,9 +25,14 @@ typedef struct ww_train {
     wisp_memory_plan plan;
     void *arena;
     wisp_ctx *ctx;          /* the training context */
-    int32_t S, B;           /* seq_len, micro_batch */
-    wisp_train_data data;   /* windows and their shuffled order */
+    int32_t S, B;           /* seq_len, micro_batch (sequences: 2 per pair for DPO) */
+    bool dpo;
+    wisp_train_data data;   /* windows and their shuffled order (DPO: the chosen answers) */
     wisp_data_memory mem;   /* its arrays, owned */
+    wisp_train_data rejected; /* DPO: the rejected answers, in lockstep with data (preference_pairs.h) */
+    wisp_data_memory rejected_mem;
+    double *ref;            /* DPO: [2][pairs] the reference's log-probs (chosen, then rejected), or NULL */
+    double *batch_ref;      /* DPO: [B] the references of the batch's sequences */
     int32_t *batch;         /* [B][S + 1] */
     uint8_t *mask;          /* [B][S + 1] */
     ww_adapter *out;        /* the result, allocated at begin */
@@ -51,6 +61,17 @@ static void train_config(ww_model *m, const ww_train_in *ti, wisp_config *c) {
     t->lr = ti->lr;
     t->clip_norm = ti->clip;
     t->optimizer = WISP_OPTIMIZER_ADAMW;
+    /* the method table of `wisp finetune` (cli/finetune_settings.c), for the methods the package offers */
+    t->rslora = ti->method == WW_METHOD_RSLORA;
+    t->dora = ti->method == WW_METHOD_DORA;
+    t->virtual_tokens = ti->method == WW_METHOD_PROMPT ? ti->num_virtual_tokens : 0;
+    if (ti->method == WW_METHOD_DPO) {
+        t->objective = WISP_OBJECTIVE_DPO;
+        t->micro_batch = ti->micro_batch * 2; /* a chosen and a rejected answer per pair */
+        t->dpo_beta = ti->dpo_beta;
+        t->dpo_label_smoothing = ti->label_smoothing;
+        t->dpo_loss = ti->dpo_loss;
+    }
 }
 
 /* The plan of a training session (the training context's arena) into the
@@ -73,6 +94,15 @@ API void ww_train_free(ww_train *t) {
     free(t->mem.nodes);
     free(t->mem.text);
     free(t->mem.tok_scratch);
+    wisp_data_memory *r = &t->rejected_mem;
+    free(r->tokens);
+    free(r->examples);
+    free(r->order);
+    free(r->nodes);
+    free(r->text);
+    free(r->tok_scratch);
+    free(t->ref);
+    free(t->batch_ref);
     free(t->batch);
     free(t->mask);
     if (t->out) ww_adapter_free(t->m, t->out);
@@ -83,8 +113,9 @@ API void ww_train_free(ww_train *t) {
  * the training context's, with A and B in one block of their own. */
 static ww_adapter *result_adapter(ww_model *m, const wisp_lora *l) {
     size_t floats = 0;
-    for (int32_t i = 0; i < l->n_pairs; i++)
-        floats += (size_t)l->pairs[i].rank * (size_t)(l->pairs[i].n_in + l->pairs[i].n_out);
+    for (int32_t i = 0; i < l->n_pairs; i++) /* A, B, and DoRA's magnitudes and room for its row norms */
+        floats += (size_t)l->pairs[i].rank * (size_t)(l->pairs[i].n_in + l->pairs[i].n_out) +
+                  (l->pairs[i].magnitude ? 2 * (size_t)l->pairs[i].n_out : 0);
     size_t table = ((size_t)l->n_pairs * sizeof(wisp_lora_pair) + 63) & ~(size_t)63;
     ww_adapter *a = calloc(1, sizeof *a);
     if (!a || !(a->mem = ww_alloc(table + floats * sizeof(float)))) {
@@ -100,10 +131,54 @@ static ww_adapter *result_adapter(ww_model *m, const wisp_lora *l) {
         pairs[i].a = w;
         pairs[i].b = w + na;
         w += na + nb;
+        if (pairs[i].magnitude) {
+            pairs[i].magnitude = w;
+            pairs[i].norm = w + pairs[i].n_out;
+            w += 2 * (size_t)pairs[i].n_out;
+        }
     }
     a->lora = *l;
     a->lora.pairs = pairs;
     return a;
+}
+
+/* A prompt-tuning result: the virtual tokens' rows in a block of their own,
+ * and its init text (PEFT records it). */
+static ww_adapter *prompt_result(ww_model *m, const wisp_ctx *ctx, const char *init, uint32_t init_len) {
+    int32_t n = 0;
+    wisp_train_prompt(ctx, &n);
+    size_t floats = (size_t)n * (size_t)wisp_ctx_hparams(ctx)->dim;
+    ww_adapter *a = calloc(1, sizeof *a);
+    if (a) a->mem = ww_alloc(floats * sizeof(float));
+    if (a && a->mem && init_len) {
+        a->init_text = malloc(init_len + 1);
+        if (a->init_text) memcpy(a->init_text, init, init_len), a->init_text[init_len] = 0;
+    }
+    if (!a || !a->mem || (init_len && !a->init_text)) {
+        if (a) ww_free(a->mem), free(a);
+        wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory for the trained prompt (%zu floats)", floats);
+        return NULL;
+    }
+    a->prompt_rows = a->mem;
+    a->n_virtual = n;
+    return a;
+}
+
+/* PEFT's TEXT init: the embeddings of the text's tokens as its tokenizer
+ * call gives them (BOS when the model adds one), as `wisp finetune
+ * --prompt-init-text` does. */
+static wisp_status init_prompt_from_text(ww_train *t, const char *text, uint32_t len, wisp_error *err) {
+    const wisp_tokenizer *tok = wisp_ctx_tokenizer(t->ctx);
+    unsigned flags = wisp_tokenizer_add_bos_default(tok) ? WISP_TOKENIZE_ADD_BOS : 0;
+    size_t n = 0;
+    wisp_status s = wisp_tokenize_text(t->ctx, text, len, flags, NULL, 0, &n, err);
+    if (s && s != WISP_ERR_CAPACITY) return wisp_error_prefix(err, "promptInitText");
+    int32_t *ids = malloc(sizeof(int32_t) * (n ? n : 1));
+    if (!ids) return wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for %zu token ids", n);
+    s = wisp_tokenize_text(t->ctx, text, len, flags, ids, n, &n, err);
+    if (!s) s = wisp_train_set_prompt(t->ctx, NULL, ids, (int32_t)n, err);
+    free(ids);
+    return s ? wisp_error_prefix(err, "promptInitText") : WISP_OK;
 }
 
 /* Copy the training context's adapter values into the result's own block. */
@@ -113,14 +188,14 @@ static void copy_weights(ww_adapter *a, const wisp_lora *l) {
         size_t na = (size_t)dst[i].rank * (size_t)dst[i].n_in, nb = (size_t)dst[i].n_out * (size_t)dst[i].rank;
         memcpy((void *)dst[i].a, l->pairs[i].a, na * sizeof(float));
         memcpy((void *)dst[i].b, l->pairs[i].b, nb * sizeof(float));
+        if (dst[i].magnitude) memcpy((void *)dst[i].magnitude, l->pairs[i].magnitude, (size_t)dst[i].n_out * sizeof(float));
     }
 }
 
 /* The data's arrays, sized by its plan, then the index. */
-static wisp_status build_data_in(ww_train *t, const wisp_tokenizer *tok, const char *bytes, size_t n,
-                                 const wisp_data_options *o, const wisp_data_plan_info *info, const wisp_data_chat *chat,
-                                 wisp_error *err) {
-    wisp_data_memory *mem = &t->mem;
+static wisp_status build_data_in(wisp_train_data *d, wisp_data_memory *mem, const wisp_tokenizer *tok, const char *bytes,
+                                 size_t n, const wisp_data_options *o, const wisp_data_plan_info *info,
+                                 const wisp_data_chat *chat, wisp_error *err) {
     mem->cap_tokens = info->max_tokens;
     mem->cap_examples = info->max_examples;
     mem->cap_nodes = info->json_nodes;
@@ -135,8 +210,7 @@ static wisp_status build_data_in(ww_train *t, const wisp_tokenizer *tok, const c
     if (!mem->tokens || !mem->examples || !mem->order || !mem->nodes || !mem->text || !mem->tok_scratch)
         return wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for the training data (%zu tokens at most)",
                          info->max_tokens);
-    return chat ? wisp_data_build_chat(&t->data, tok, bytes, n, o, mem, chat, err)
-                : wisp_data_build(&t->data, tok, bytes, n, o, mem, err);
+    return chat ? wisp_data_build_chat(d, tok, bytes, n, o, mem, chat, err) : wisp_data_build(d, tok, bytes, n, o, mem, err);
 }
 
 /* The chat template for JSONL conversations ({"messages"}): the one `spec`
@@ -202,19 +276,66 @@ static wisp_status build_data(ww_train *t, const char *bytes, size_t n, const ww
     if (s) return s;
     wisp_data_plan_info info;
     s = chat_mem ? wisp_data_plan_chat(tok, bytes, n, &o, &chat, &info, err) : wisp_data_plan(tok, bytes, n, &o, &info, err);
-    if (!s) s = build_data_in(t, tok, bytes, n, &o, &info, chat_mem ? &chat : NULL, err);
+    if (!s) s = build_data_in(&t->data, &t->mem, tok, bytes, n, &o, &info, chat_mem ? &chat : NULL, err);
     ww_free(chat_mem);
     t->data.chat = NULL; /* the template was needed to build only */
     return s;
+}
+
+/* DPO: the pairs {prompt, chosen, rejected} (JSONL) as two pipelines of
+ * prompt/completion records built with the same options and seed, so example
+ * i of each is pair i (adapters/preference_pairs.h), as `wisp finetune
+ * --method dpo` builds them. */
+static wisp_status build_pairs(ww_train *t, const char *bytes, size_t n, const ww_train_in *ti, wisp_error *err) {
+    const wisp_tokenizer *tok = wisp_ctx_tokenizer(t->ctx);
+    if (!ti->jsonl) return wisp_fail(err, WISP_ERR_ARG, "DPO takes JSONL pairs {\"prompt\", \"chosen\", \"rejected\"}, not plain text");
+    if (ti->packing) return wisp_fail(err, WISP_ERR_ARG, "DPO scores each answer in a window of its own: packing is not for DPO");
+    wisp_data_options o = {WISP_DATA_JSONL, WISP_DOCS_FILE, t->S, 0.0f, t->plan.cfg.train.seed, 0, false};
+    size_t cap = 0, cap_nodes = 0, len = 0;
+    wisp_status s = wisp_pairs_plan(bytes, n, &cap, &cap_nodes, err);
+    if (s) return s;
+    char *text = malloc(cap ? cap : 1);
+    wisp_json_node *nodes = malloc((cap_nodes ? cap_nodes : 1) * sizeof *nodes);
+    if (!text || !nodes) s = wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for %zu bytes of pairs", cap);
+    const wisp_pair_side sides[2] = {WISP_PAIR_CHOSEN, WISP_PAIR_REJECTED};
+    wisp_train_data *data[2] = {&t->data, &t->rejected};
+    wisp_data_memory *mem[2] = {&t->mem, &t->rejected_mem};
+    for (int k = 0; k < 2 && !s; k++) {
+        wisp_data_plan_info info;
+        s = wisp_pairs_side(bytes, n, sides[k], nodes, cap_nodes, text, cap, &len, err);
+        if (!s) s = wisp_data_plan(tok, text, len, &o, &info, err);
+        if (!s) s = build_data_in(data[k], mem[k], tok, text, len, &o, &info, NULL, err);
+        if (s) wisp_error_prefix(err, k == 0 ? "the chosen answers" : "the rejected answers");
+    }
+    if (!s && t->data.n_examples != t->rejected.n_examples)
+        s = wisp_fail(err, WISP_ERR_INTERNAL, "%d chosen but %d rejected answers", t->data.n_examples, t->rejected.n_examples);
+    free(text);
+    free(nodes);
+    return s;
+}
+
+/* DPO: the reference's log-probs of every pair (the base, the adapter
+ * detached) when the run sees every pair at least once, as `wisp finetune`
+ * does (trl's precompute_ref_log_probs); a shorter run scores the reference
+ * in each step instead. */
+static wisp_status reference_logps(ww_train *t, int64_t steps, wisp_error *err) {
+    int32_t n = wisp_data_count(&t->data, WISP_SPLIT_TRAIN);
+    if (steps * (t->B / 2) < n) return WISP_OK;
+    if (!(t->ref = malloc(sizeof(double) * 2 * (size_t)(n > 0 ? n : 1))))
+        return wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for %d reference log-probs", 2 * n);
+    wisp_status s = wisp_pairs_reference(t->ctx, &t->data, &t->rejected, t->B, t->S + 1, t->batch, t->mask, t->ref, err);
+    return s ? wisp_error_prefix(err, "reference log-probs") : WISP_OK;
 }
 
 /* Start a session on the training data in `bytes` (from ww_alloc; ownership
  * passes, even on failure: they are freed once tokenized). Conversations are
  * rendered with the template spec[0..spec_len) chooses (see
  * ww_template_source; "": the model's), which is needed during the call only.
- * This is where wasm memory grows for fine-tuning. */
+ * Prompt tuning starts from the embeddings of init[0..init_len) when given
+ * (PEFT's TEXT init), else from random rows. This is where wasm memory grows
+ * for fine-tuning. */
 API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, uint32_t n, const char *spec,
-                             uint32_t spec_len) {
+                             uint32_t spec_len, const char *init, uint32_t init_len) {
     ww_train *t = calloc(1, sizeof *t);
     if (!t) {
         free(bytes);
@@ -222,6 +343,7 @@ API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, ui
         return NULL;
     }
     t->m = m;
+    t->dpo = ti->method == WW_METHOD_DPO;
     wisp_config c;
     train_config(m, ti, &c);
     if (wisp_plan(&m->gguf, &c, &t->plan, &m->err)) goto fail;
@@ -231,15 +353,27 @@ API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, ui
     t->arena = ww_alloc(t->plan.total);
     t->batch = malloc(per_batch * sizeof(int32_t));
     t->mask = malloc(per_batch);
-    if (!t->arena || !t->batch || !t->mask) {
+    t->batch_ref = malloc(sizeof(double) * (size_t)t->B);
+    if (!t->arena || !t->batch || !t->mask || !t->batch_ref) {
         wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory: training needs an arena of %zu bytes", t->plan.total);
         goto fail;
     }
     if (wisp_init(&t->ctx, &m->gguf, &c, t->arena, t->plan.total, &m->err)) goto fail;
-    if (build_data(t, bytes, n, ti, spec, spec_len, &m->err)) goto fail;
+    if (init_len && ti->method != WW_METHOD_PROMPT) {
+        wisp_fail(&m->err, WISP_ERR_ARG, "an init text is for prompt tuning");
+        goto fail;
+    }
+    if (init_len && init_prompt_from_text(t, init, init_len, &m->err)) goto fail;
+    if (t->dpo && spec_len) {
+        wisp_fail(&m->err, WISP_ERR_ARG, "DPO pairs are prompt/chosen/rejected strings: a chat template is not for them");
+        goto fail;
+    }
+    if (t->dpo ? build_pairs(t, bytes, n, ti, &m->err) : build_data(t, bytes, n, ti, spec, spec_len, &m->err)) goto fail;
     free(bytes);
     bytes = NULL;
-    if (!(t->out = result_adapter(m, wisp_train_lora(t->ctx)))) goto fail;
+    if (t->dpo && reference_logps(t, ti->steps, &m->err)) goto fail;
+    t->out = ti->method == WW_METHOD_PROMPT ? prompt_result(m, t->ctx, init, init_len) : result_adapter(m, wisp_train_lora(t->ctx));
+    if (!t->out) goto fail;
     if (ww_adapter_prepare_export(m, t->out)) goto fail;
     return t;
 fail:
@@ -264,11 +398,22 @@ API void ww_train_data_report(ww_train *t, ww_train_data_out *out) {
 /* One optimizer step over the next micro_batch examples; what it did into *out. */
 API int32_t ww_train_step(ww_train *t, ww_train_step_out *out) {
     ww_model *m = t->m;
-    wisp_data_next(&t->data, t->B, t->batch, t->mask);
     double loss = 0;
     int32_t scored = 0;
     wisp_train_step_info info;
-    if (wisp_train_micro_step(t->ctx, t->batch, t->mask, t->B, &loss, &scored, &m->err)) return -1;
+    out->rewards_chosen = out->rewards_rejected = out->rewards_accuracies = out->rewards_margins = NAN;
+    if (t->dpo) { /* scored: the pairs */
+        wisp_pairs_next(&t->data, &t->rejected, t->ref, t->B / 2, t->S + 1, t->batch, t->mask, t->batch_ref);
+        wisp_dpo_result r;
+        if (wisp_train_dpo_micro_step(t->ctx, t->batch, t->mask, t->B / 2, t->ref ? t->batch_ref : NULL, &r, &m->err))
+            return -1;
+        loss = r.loss, scored = r.n_pairs;
+        out->rewards_chosen = r.rewards_chosen, out->rewards_rejected = r.rewards_rejected;
+        out->rewards_accuracies = r.rewards_accuracies, out->rewards_margins = r.rewards_margins;
+    } else {
+        wisp_data_next(&t->data, t->B, t->batch, t->mask);
+        if (wisp_train_micro_step(t->ctx, t->batch, t->mask, t->B, &loss, &scored, &m->err)) return -1;
+    }
     if (wisp_train_optimizer_step(t->ctx, &info, &m->err)) return -1;
     out->loss = loss;
     out->scored = scored;
@@ -283,7 +428,13 @@ API int32_t ww_train_step(ww_train *t, ww_train_step_out *out) {
  * session's memory is released for reuse. */
 API ww_adapter *ww_train_finish(ww_train *t) {
     ww_adapter *a = t->out;
-    copy_weights(a, wisp_train_lora(t->ctx));
+    if (a->prompt_rows) {
+        int32_t n = 0;
+        const float *rows = wisp_train_prompt(t->ctx, &n);
+        memcpy(a->prompt_rows, rows, (size_t)n * (size_t)wisp_ctx_hparams(t->ctx)->dim * sizeof(float));
+    } else {
+        copy_weights(a, wisp_train_lora(t->ctx));
+    }
     t->out = NULL;
     ww_train_free(t);
     return a;

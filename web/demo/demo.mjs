@@ -328,16 +328,24 @@ $('ft-start').addEventListener('click', async () => {
     // rendered with the model's chat template and scored on the assistant turns) or plain text
     const jsonl = text.trim().split('\n').every((l) => !l.trim() || l.trim().startsWith('{'));
     const template = $('ft-template').value;
-    const adapter = await state.model.finetune(text, {
-      format: jsonl ? 'jsonl' : 'text',
-      ...(jsonl && template ? { template } : {}), ...(jsonl && $('ft-packing').checked ? { packing: true } : {}),
-      rank: num('ft-rank'), alpha: num('ft-alpha'), steps: num('ft-steps'), ctx: num('ft-ctx'), batch: num('ft-batch'),
+    const method = $('ft-method').value;
+    const dpo = method === 'dpo';
+    // DPO takes the pairs as records; the other methods the text as it is
+    const data = dpo ? text.split('\n').filter((l) => l.trim()).map((l, i) => {
+      try { return JSON.parse(l); } catch { throw new Error(`DPO pairs: line ${i + 1} is not JSON`); }
+    }) : text;
+    const adapter = await state.model.finetune(data, {
+      method, ...(dpo ? {} : { format: jsonl ? 'jsonl' : 'text' }),
+      ...(jsonl && template && !dpo ? { template } : {}), ...(jsonl && $('ft-packing').checked && !dpo ? { packing: true } : {}),
+      ...(method === 'prompt' ? { numVirtualTokens: num('ft-virtual') } : { rank: num('ft-rank'), alpha: num('ft-alpha') }),
+      steps: num('ft-steps'), ctx: num('ft-ctx'), batch: num('ft-batch'),
       lr: num('ft-lr'), seed: num('ft-seed'), signal: controller.signal,
       onProgress: (p) => {
         state.losses.push(p);
         bar.value = p.step / p.steps;
         state.memory.push({ where: `train step ${p.step}`, bytes: p.memoryBytes });
-        status('ft-status', `step ${p.step}/${p.steps} · loss ${p.loss.toFixed(4)} · ${p.tokensPerSecond.toFixed(0)} tokens/s`);
+        const rewards = dpo ? ` · reward accuracy ${p['rewards/accuracies'].toFixed(2)} · margin ${p['rewards/margins'].toFixed(3)}` : '';
+        status('ft-status', `step ${p.step}/${p.steps} · loss ${p.loss.toFixed(4)}${rewards} · ${p.tokensPerSecond.toFixed(0)} tokens/s`);
         drawLoss();
       },
     });
@@ -345,9 +353,11 @@ $('ft-start').addEventListener('click', async () => {
     const d = adapter.info.data;
     state.trainingData = d;
     // JSONL: what the records became, truncation included (never silent)
-    const report = jsonl && d ? ` Data: ${d.records} records in ${d.windows} windows${$('ft-packing').checked ? ' (packed)' : ''}, ` +
+    const report = jsonl && d && !dpo ? ` Data: ${d.records} records in ${d.windows} windows${$('ft-packing').checked ? ' (packed)' : ''}, ` +
       `${d.scoredTokens} scored tokens, ${d.truncated} cut to the context, ${d.unscored} left with nothing to score.` : '';
-    status('ft-status', `Trained ${adapter.info.pairs} projections at rank ${adapter.info.rank}: loss ${state.losses[0]?.loss.toFixed(4)} → ` +
+    const what = method === 'prompt' ? `${adapter.info.numVirtualTokens} virtual tokens`
+      : `${adapter.info.pairs} projections at rank ${adapter.info.rank} (${$('ft-method').selectedOptions[0].textContent.split(' ')[0]})`;
+    status('ft-status', `Trained ${what}: loss ${state.losses[0]?.loss.toFixed(4)} → ` +
       `${last?.loss.toFixed(4)} in ${state.losses.length} steps (${last?.tokensPerSecond.toFixed(0)} tokens/s). The adapter is on.${report}`);
     await setAdapter(adapter, true);
     noteMemory('finetune');

@@ -16,6 +16,8 @@ export class Adapter {
     /** rank, alpha, number of adapted projections, and where it came from */
     const notes = model._engine.cstring(m._ww_adapter_notes(ptr)).split('\n').filter(Boolean);
     this.info = { pairs: m._ww_adapter_pairs(ptr), rank: m._ww_adapter_rank(ptr), alpha: m._ww_adapter_alpha(ptr), ...info };
+    const virtualTokens = m._ww_adapter_virtual_tokens(ptr);
+    if (virtualTokens) this.info.numVirtualTokens = virtualTokens; // prompt tuning: no pairs, these rows
     if (notes.length) this.info.notes = notes;
   }
 

@@ -169,9 +169,12 @@ export const ABI_RECORDS = {
   train: {
     seq_len: 'i32', micro_batch: 'i32', rank: 'i32', steps: 'i32', seed_lo: 'u32', seed_hi: 'u32', schedule: 'i32',
     warmup: 'i32', jsonl: 'i32', blank_line_docs: 'i32', threads: 'i32', alpha: 'f32', lr: 'f32', clip: 'f32',
-    packing: 'i32',
+    packing: 'i32', method: 'i32', dpo_beta: 'f32', label_smoothing: 'f32', dpo_loss: 'i32', num_virtual_tokens: 'i32',
   },
-  train_step: { loss: 'f64', scored: 'f64', lr: 'f64', grad_norm: 'f64', step: 'f64', epoch: 'f64' },
+  train_step: {
+    loss: 'f64', scored: 'f64', lr: 'f64', grad_norm: 'f64', step: 'f64', epoch: 'f64', rewards_chosen: 'f64',
+    rewards_rejected: 'f64', rewards_accuracies: 'f64', rewards_margins: 'f64',
+  },
   train_data: { records: 'f64', windows: 'f64', truncated: 'f64', unscored: 'f64', scored: 'f64' },
   strings: { key: 'char[]', second_key: 'char[]', meta: 'char[]' },
 };

@@ -16,7 +16,8 @@ const FULL = -3;
 export const LOAD_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'kernels',
   'onProgress', 'signal', 'worker', 'threads', 'cache'];
 export const FINETUNE_OPTIONS = ['rank', 'alpha', 'steps', 'ctx', 'batch', 'lr', 'seed', 'schedule', 'warmup', 'clip', 'format',
-  'docs', 'onProgress', 'signal', 'name', 'template', 'packing'];
+  'docs', 'onProgress', 'signal', 'name', 'template', 'packing', 'method', 'beta', 'labelSmoothing', 'lossType',
+  'numVirtualTokens', 'promptInitText'];
 export const GENERATE_OPTIONS = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN',
   'seed', 'addBos', 'special', 'stop', 'signal', 'onToken', 'cachePrompt', 'grammar', 'jsonSchema'];
 
@@ -424,7 +425,10 @@ export class Model {
   }
 
   /**
-   * Fine-tune a LoRA adapter on `data` (a text, or an array of documents).
+   * Fine-tune an adapter on `data` (a text, an array of documents, or
+   * records) with options.method: 'lora' (default), 'rslora', 'dora', or
+   * 'dpo' (a LoRA adapter trained on {prompt, chosen, rejected} pairs with
+   * trl's DPO loss; progress events carry trl's rewards/* metrics).
    * Memory for the session is allocated before the first step and released
    * after the last; the steps allocate nothing (progress events carry
    * memoryBytes, constant from the first step on). Aborting rejects with an
@@ -447,18 +451,23 @@ export class Model {
       const spec = new TextEncoder().encode(o.template ?? '');
       const specPtr = e.alloc(spec.length + 1);
       e.u8.set(spec, specPtr);
+      // prompt tuning's TEXT init ('': random rows)
+      const init = new TextEncoder().encode(o.promptInitText ?? '');
+      const initPtr = e.alloc(init.length + 1);
+      e.u8.set(init, initPtr);
       const ptr = e.alloc(bytes.length + 1);
       e.u8.set(bytes, ptr);
       const settings = writeTrainSettings(e, { ...o, format, docs }, this.threads);
-      t = m._ww_train_begin(this.#ptr, settings, ptr, bytes.length, specPtr, spec.length);
+      t = m._ww_train_begin(this.#ptr, settings, ptr, bytes.length, specPtr, spec.length, initPtr, init.length);
       e.free(specPtr);
+      e.free(initPtr);
       if (!t) throw e.error(this.#ptr);
       const examples = m._ww_train_examples(t);
       m._ww_train_data_report(t, e.record('train_data'));
       const d = e.read('train_data');
       // what the data became, as `wisp finetune` reports it (truncation is never silent)
       const data = { records: d.records, windows: d.windows, truncated: d.truncated, unscored: d.unscored, scoredTokens: d.scored };
-      const perStep = o.batch * o.ctx;
+      const perStep = o.batch * o.ctx * (o.method === 'dpo' ? 2 : 1);
       const t0 = now();
       for (let step = 1; step <= o.steps; step++) {
         Model.checkAbort(o.signal);
@@ -467,8 +476,12 @@ export class Model {
         if (m._ww_train_step(t, e.record('train_step')) !== 0) throw e.error(this.#ptr);
         const tEnd = now();
         const r = e.read('train_step');
+        // DPO: `scored` counts pairs, and trl's reward metrics come under trl's names
+        const counted = o.method === 'dpo' ? { pairs: r.scored, 'rewards/chosen': r.rewards_chosen,
+          'rewards/rejected': r.rewards_rejected, 'rewards/accuracies': r.rewards_accuracies,
+          'rewards/margins': r.rewards_margins } : { scoredTokens: r.scored };
         o.onProgress?.({
-          step, steps: o.steps, loss: r.loss, scoredTokens: r.scored, lr: r.lr, gradNorm: r.grad_norm, epoch: r.epoch, examples,
+          step, steps: o.steps, loss: r.loss, ...counted, lr: r.lr, gradNorm: r.grad_norm, epoch: r.epoch, examples,
           tokensPerSecond: perStep / Math.max(tEnd - ts, 1e-3) * 1000,
           averageTokensPerSecond: step * perStep / Math.max(tEnd - t0, 1e-3) * 1000,
           tokens: step * perStep, elapsedMs: tEnd - t0, memoryBytes: e.memoryBytes, data,
@@ -478,7 +491,7 @@ export class Model {
       Model.checkAbort(o.signal);
       const a = m._ww_train_finish(t);
       t = 0;
-      return new Adapter(this, a, { source: 'finetune', name: o.name, data });
+      return new Adapter(this, a, { source: 'finetune', name: o.name, data, method: o.method });
     } finally {
       if (t) m._ww_train_free(t);
       this.#busy = false;
@@ -561,11 +574,45 @@ export function cutAtStop(text, stops) {
 // ---- fine-tuning helpers ----
 
 const SCHEDULES = ['constant', 'cosine', 'linear', '1cycle'];
+// options.method -> ww_train_method (wasm/abi_structs.h), the order of its enum
+const METHODS = ['lora', 'rslora', 'dora', 'dpo', 'prompt'];
+// Methods of `wisp finetune --method` the package does not offer yet: refused by name.
+const METHODS_NOT_HERE = { prefix: 'prefix tuning' };
+const DPO_LOSSES = ['sigmoid', 'ipo'];
 
 // Options with the defaults of `wisp finetune`, so the same settings train
 // the same adapter in a browser and natively.
 function finetuneOptions(options) {
-  const o = { rank: 8, steps: 100, ctx: 256, batch: 4, lr: 1e-3, seed: 42, schedule: 'cosine', clip: 1, ...options };
+  const o = { rank: 8, steps: 100, ctx: 256, batch: 4, lr: 1e-3, seed: 42, schedule: 'cosine', clip: 1, method: 'lora', ...options };
+  if (o.method in METHODS_NOT_HERE)
+    throw new WispError('unsupported', `method '${o.method}' (${METHODS_NOT_HERE[o.method]}) is not available in the npm package yet; use ${METHODS.join(', ')}`);
+  if (!METHODS.includes(o.method)) throw new WispError('arg', `unknown method '${o.method}': use one of ${METHODS.join(', ')}`);
+  if (o.method !== 'dpo') {
+    const dpoOnly = ['beta', 'labelSmoothing', 'lossType'].filter((k) => o[k] !== undefined);
+    if (dpoOnly.length) throw new WispError('arg', `${dpoOnly.join(', ')}: options of method 'dpo', not '${o.method}'`);
+  }
+  if (o.method !== 'prompt') {
+    const promptOnly = ['numVirtualTokens', 'promptInitText'].filter((k) => o[k] !== undefined);
+    if (promptOnly.length) throw new WispError('arg', `${promptOnly.join(', ')}: options of method 'prompt', not '${o.method}'`);
+  } else {
+    const loraOnly = ['rank', 'alpha'].filter((k) => options[k] !== undefined);
+    if (loraOnly.length) throw new WispError('arg', `${loraOnly.join(', ')}: LoRA options; method 'prompt' trains only the virtual tokens`);
+  }
+  o.numVirtualTokens ??= 8; // PEFT requires it; its prompt-tuning guide (and `wisp finetune`) use 8
+  checkNumber('numVirtualTokens', o.numVirtualTokens, { min: 1, max: 4096, integer: true });
+  if (o.promptInitText !== undefined && (typeof o.promptInitText !== 'string' || !o.promptInitText))
+    throw new WispError('arg', 'promptInitText must be a non-empty string');
+  o.beta ??= 0.1;
+  o.labelSmoothing ??= 0;
+  o.lossType ??= 'sigmoid';
+  checkNumber('beta', o.beta, { min: 0 });
+  if (!(o.beta > 0)) throw new WispError('arg', 'beta must be positive');
+  checkNumber('labelSmoothing', o.labelSmoothing, { min: 0 });
+  if (!(o.labelSmoothing < 0.5)) throw new WispError('arg', 'labelSmoothing must be in [0, 0.5)');
+  if (!DPO_LOSSES.includes(o.lossType)) throw new WispError('arg', `lossType must be one of ${DPO_LOSSES.join(', ')} (got '${o.lossType}')`);
+  if (o.lossType === 'ipo' && o.labelSmoothing !== 0) throw new WispError('arg', "labelSmoothing is for lossType 'sigmoid', not 'ipo'");
+  if (o.method === 'dpo' && o.packing) throw new WispError('arg', "packing is not for method 'dpo': each answer is scored in a window of its own");
+  if (o.method === 'dpo' && o.template !== undefined) throw new WispError('arg', "template is not for method 'dpo': pairs are {prompt, chosen, rejected} strings");
   o.alpha ??= 2 * o.rank;
   o.warmup ??= Math.floor(o.steps / 20);
   checkNumber('rank', o.rank, { min: 1, max: 4096, integer: true });
@@ -592,6 +639,11 @@ function finetuneOptions(options) {
 // ({prompt, completion}, {instruction, input, output} or {messages}:
 // conversations, rendered by the C template engine, assistant turns scored).
 function trainingText(data, o) {
+  if (o.method === 'dpo') {
+    if (!Array.isArray(data) || data.length === 0 || !data.every((d) => d && typeof d === 'object' && !Array.isArray(d)))
+      throw new WispError('arg', "method 'dpo' takes an array of records {prompt, chosen, rejected}");
+    return { text: data.map((r) => JSON.stringify(r)).join('\n'), format: 'jsonl', docs: 'file' };
+  }
   if (typeof data === 'string') {
     if (!data.trim()) throw new WispError('arg', 'the training text is empty');
     return { text: data, format: o.format ?? 'text', docs: o.docs ?? 'file' };
@@ -615,6 +667,8 @@ function writeTrainSettings(e, o, threads) {
     seq_len: o.ctx, micro_batch: o.batch, rank: o.rank, steps: o.steps, seed_lo: lo, seed_hi: hi,
     schedule: SCHEDULES.indexOf(o.schedule), warmup: o.warmup, jsonl: o.format === 'jsonl' ? 1 : 0,
     blank_line_docs: o.docs === 'blank' ? 1 : 0, threads, alpha: o.alpha, lr: o.lr, clip: o.clip, packing: o.packing ? 1 : 0,
+    method: METHODS.indexOf(o.method), dpo_beta: o.beta, label_smoothing: o.labelSmoothing, dpo_loss: DPO_LOSSES.indexOf(o.lossType),
+    num_virtual_tokens: o.numVirtualTokens,
   });
 }
 

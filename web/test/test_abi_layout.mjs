@@ -76,9 +76,11 @@ const full = { n_ctx: 1, n_batch: 2, kv_f32: 0, max_text_bytes: 3, max_adapters:
 await expectError(() => e.write('config', { ...full, nCtx: 1 }), 'internal', 'a config record with an unknown field');
 // ...and what is written is read back from the same offsets.
 e.write('train', { seq_len: 7, micro_batch: 3, rank: 2, steps: 9, seed_lo: 0xfffffffe, seed_hi: 0x80000001, schedule: 1,
-  warmup: 4, jsonl: 1, blank_line_docs: 0, threads: 2, alpha: 0.5, lr: 0.25, clip: 1.5, packing: 1 });
+  warmup: 4, jsonl: 1, blank_line_docs: 0, threads: 2, alpha: 0.5, lr: 0.25, clip: 1.5, packing: 1, method: 3, dpo_beta: 0.125,
+  label_smoothing: 0.375, dpo_loss: 1, num_virtual_tokens: 11 });
 const back = e.read('train');
-checkEqual(`${back.seed_lo},${back.seed_hi},${back.seq_len},${back.clip},${back.warmup},${back.packing}`, `${0xfffffffe},${0x80000001},7,1.5,4,1`,
+checkEqual(`${back.seed_lo},${back.seed_hi},${back.seq_len},${back.clip},${back.warmup},${back.packing},${back.method},${back.dpo_beta},${back.label_smoothing},${back.dpo_loss},${back.num_virtual_tokens}`,
+  `${0xfffffffe},${0x80000001},7,1.5,4,1,3,0.125,0.375,1,11`,
   'a train record reads back field by field (uint32 seeds stay unsigned)');
 e.close();
 

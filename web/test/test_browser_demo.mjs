@@ -188,6 +188,26 @@ try {
   check(chatStatus.includes(`Data: ${want.records} records in ${want.windows} windows (packed), ${want.scoredTokens} scored tokens, ` +
     '0 cut to the context'), `the panel shows the report: ${chatStatus}`);
 
+  // DPO with the method selector: pairs whose chosen answer ends with a fixed sentence; the panel shows
+  // trl's reward accuracy and margin, and the last step's margin exceeds the first's
+  const pairsPath = path.join(WORK, 'demo-pairs.jsonl');
+  const pairs = ['Tim', 'Lily', 'Ben', 'Sue'].map((who) => ({ prompt: `Once upon a time, ${who} saw a ball.`,
+    chosen: ` ${who} played. They were very happy.`, rejected: ` ${who} played. It was dark.` }));
+  writeFileSync(pairsPath, pairs.map((c) => JSON.stringify(c)).join('\n') + '\n');
+  await page.setInputFiles('#train-file', pairsPath);
+  await page.waitForFunction(() => document.querySelector('#train-text').value.startsWith('{"prompt"'));
+  await page.selectOption('#ft-method', 'dpo');
+  await page.fill('#ft-steps', '8');
+  await page.fill('#ft-lr', '0.001');
+  await page.click('#ft-start');
+  await page.waitForFunction(`${stateIs('trained')} || (${stateIs('ready')} && document.querySelector('#ft-status.error'))`, null,
+    { timeout: 180000 });
+  const dpoStatus = await page.textContent('#ft-status');
+  check(/^Trained .*\(DPO\)/.test(dpoStatus), `DPO fine-tuning finished: ${dpoStatus}`);
+  const dpoSteps = await page.evaluate(() => window.wispDemo.losses);
+  check(dpoSteps.length === 8 && dpoSteps.at(-1)['rewards/margins'] > dpoSteps[0]['rewards/margins'],
+    `DPO in the demo: the margin grows ${dpoSteps[0]['rewards/margins']} -> ${dpoSteps.at(-1)['rewards/margins']}`);
+
   const shot = path.join(WORK, 'demo.png');
   await page.screenshot({ path: shot, fullPage: true });
   console.log(`screenshot: ${shot}`);

@@ -119,7 +119,7 @@ export interface EngineBuildFit {
 }
 
 /** What sizes a fine-tuning session's arena. */
-export type FinetuneShape = Pick<FinetuneOptions, 'rank' | 'ctx' | 'batch' | 'steps' | 'alpha' | 'lr' | 'seed' | 'schedule' | 'warmup' | 'clip'>;
+export type FinetuneShape = Pick<FinetuneOptions, 'rank' | 'ctx' | 'batch' | 'steps' | 'alpha' | 'lr' | 'seed' | 'schedule' | 'warmup' | 'clip' | 'method'>;
 
 export interface PlanOptions extends EngineOptions {
   /** the kernel table loadModel will be given (default 'auto'): the plan depends on it */
@@ -210,11 +210,32 @@ export interface GenerationStats {
 export type TrainingRecord = { prompt: string; completion: string } | { instruction: string; input?: string; output: string }
   | { messages: ChatMessage[] };
 
-/** Training data: one text, several documents, or records. */
-export type TrainingData = string | string[] | TrainingRecord[];
+/** A preference pair for method 'dpo' (trl's explicit-prompt form; no other keys). */
+export interface PreferencePair { prompt: string; chosen: string; rejected: string }
+
+/** Training data: one text, several documents, or records (method 'dpo': preference pairs). */
+export type TrainingData = string | string[] | TrainingRecord[] | PreferencePair[];
+
+/** `wisp finetune --method`: LoRA, rsLoRA (alpha / sqrt(rank)), DoRA (PEFT use_dora: a learned magnitude per
+ * output row), DPO (trl's, a LoRA adapter trained on preference pairs against the base as reference), or
+ * prompt tuning (PEFT PROMPT_TUNING: learned virtual tokens before every input). 'prefix' is refused by name:
+ * not in the npm package yet. */
+export type FinetuneMethod = 'lora' | 'rslora' | 'dora' | 'dpo' | 'prompt';
 
 /** Defaults are `wisp finetune`'s, so the same settings train the same adapter in a browser and natively. */
 export interface FinetuneOptions {
+  /** what to train; default 'lora' */
+  method?: FinetuneMethod;
+  /** method 'dpo': trl's beta; default 0.1 */
+  beta?: number;
+  /** method 'dpo' with lossType 'sigmoid': cDPO's label smoothing in [0, 0.5); default 0 */
+  labelSmoothing?: number;
+  /** method 'dpo': trl's loss_type; default 'sigmoid' */
+  lossType?: 'sigmoid' | 'ipo';
+  /** method 'prompt': learned embeddings before every input; default 8 */
+  numVirtualTokens?: number;
+  /** method 'prompt': start from this text's token embeddings (PEFT's TEXT init); default random rows */
+  promptInitText?: string;
   /** LoRA rank; default 8 */
   rank?: number;
   /** LoRA alpha; default 2 x rank */
@@ -223,7 +244,7 @@ export interface FinetuneOptions {
   steps?: number;
   /** tokens per training sequence; default 256 */
   ctx?: number;
-  /** sequences per step; default 4 */
+  /** sequences per step (method 'dpo': pairs, two sequences each); default 4 */
   batch?: number;
   /** peak learning rate (AdamW); default 1e-3 */
   lr?: number;
@@ -255,10 +276,20 @@ export interface FinetuneOptions {
 export interface FinetuneProgress {
   step: number;
   steps: number;
-  /** mean cross-entropy of this step's batch */
+  /** mean cross-entropy of this step's batch (method 'dpo': the mean DPO loss of its pairs) */
   loss: number;
-  /** targets the loss was taken over */
-  scoredTokens: number;
+  /** targets the loss was taken over (not for method 'dpo') */
+  scoredTokens?: number;
+  /** method 'dpo': pairs of this step */
+  pairs?: number;
+  /** method 'dpo', trl's metrics over this step's pairs: mean beta (log p - log p_ref) of the chosen answers */
+  'rewards/chosen'?: number;
+  /** method 'dpo': the same of the rejected answers */
+  'rewards/rejected'?: number;
+  /** method 'dpo': fraction of pairs whose chosen reward exceeds the rejected one */
+  'rewards/accuracies'?: number;
+  /** method 'dpo': mean of chosen minus rejected reward */
+  'rewards/margins'?: number;
   /** learning rate of this step */
   lr: number;
   /** gradient norm before clipping */
@@ -301,6 +332,10 @@ export interface AdapterInfo {
   alpha: number;
   name?: string;
   source: 'gguf' | 'peft' | 'finetune';
+  /** fine-tuned adapters: the method they were trained with */
+  method?: FinetuneMethod;
+  /** prompt tuning: the virtual tokens (pairs, rank and alpha are 0) */
+  numVirtualTokens?: number;
   /** fine-tuned adapters: what the training data became */
   data?: TrainingDataReport;
 }

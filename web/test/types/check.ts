@@ -57,6 +57,15 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const chats: Adapter = await m.finetune([{ messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello.' }] }],
     { template: 'chatml', packing: true, onProgress: (p) => console.log(p.data.scoredTokens) });
   const scored: number | undefined = chats.info.data?.scoredTokens;
+  const dpo: Adapter = await m.finetune([{ prompt: 'Q:', chosen: ' Yes.', rejected: ' No.' }],
+    { method: 'dpo', beta: 0.1, lossType: 'sigmoid', labelSmoothing: 0, onProgress: (p) => console.log(p['rewards/margins'], p.pairs) });
+  const dora: Adapter = await m.finetune('text', { method: 'dora', rank: 4 });
+  const prompt: Adapter = await m.finetune('text', { method: 'prompt', numVirtualTokens: 8, promptInitText: 'Once upon a time' });
+  console.log(dpo.info.method, dora.info.rank, prompt.info.numVirtualTokens);
+  // @ts-expect-error unknown method
+  await m.finetune('text', { method: 'ia3' });
+  // @ts-expect-error lossType is 'sigmoid' or 'ipo'
+  await m.finetune([{ prompt: 'Q:', chosen: ' Yes.', rejected: ' No.' }], { method: 'dpo', lossType: 'hinge' });
   m.dispose();
   console.log(scored, vec.length, trainBytes, records.info.rank, total, text, stats?.tokensPerSecond, again.info.rank, fromPeft.info.source, back, version);
   // @ts-expect-error temperature is a number
