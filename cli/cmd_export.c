@@ -50,7 +50,6 @@ static bool make_dir(const char *path) {
 }
 
 bool cli_export_peft(const wisp_lora *lora, const wisp_hparams *hp, const char *base_model, const char *out, bool quiet) {
-    if (!make_dir(out)) return false;
     char cfg_path[4200], st_path[4200];
     snprintf(cfg_path, sizeof cfg_path, "%s/adapter_config.json", out);
     snprintf(st_path, sizeof st_path, "%s/adapter_model.safetensors", out);
@@ -61,6 +60,7 @@ bool cli_export_peft(const wisp_lora *lora, const wisp_hparams *hp, const char *
         cli_report(cfg_path, &err);
         return false;
     }
+    if (!make_dir(out)) return false; /* only once the adapter is known to export: no empty folder on refusal */
     char *cfg = malloc(len + 1);
     size_t scratch_bytes = wisp_peft_export_bytes(lora);
     void *scratch = malloc(scratch_bytes ? scratch_bytes : 8);
