@@ -120,6 +120,17 @@ grep -q '"k_proj"\|"q_proj"\|"gate_proj"' "$D/part/adapter_config.json" && fail 
 cmp -s "$D/part-gguf.json" "$D/part-peft.json" || fail "part: PEFT and GGUF adapters differ"
 ok
 
+echo "== grouped-query phi3 (tiny, 4 heads, 2 kv heads): k and v blocks narrower than q"
+"$TOOLS/tiny_model" "$D/gqa.gguf" phi3 f32 || fail "tiny phi3"
+"$TOOLS/lora_fixture" "$D/gqa.gguf" "$D/gqa-lora.gguf" --rank 3 --seed 4 --rslora 2>/dev/null || fail fixture
+"$WISP" export "$D/gqa-lora.gguf" --to peft -m "$D/gqa.gguf" -o "$D/gqa-peft" 2>/dev/null || fail "export gqa"
+"$WISP" merge -m "$D/gqa.gguf" --lora "$D/gqa-peft" -o "$D/gqa-merged.gguf" 2>/dev/null || fail "merge gqa"
+"$PY" "$REF" "$D/gqa.gguf" --check-merged "$D/gqa-merged.gguf" --lora "$D/gqa-peft" || fail "gqa merged weights"
+"$WISP" logits -m "$D/gqa.gguf" --lora "$D/gqa-lora.gguf" -p "hello" --json > "$D/gqa-gguf.json" || fail "logits gqa gguf"
+"$WISP" logits -m "$D/gqa.gguf" --lora "$D/gqa-peft" -p "hello" --json > "$D/gqa-peft.json" || fail "logits gqa peft"
+cmp -s "$D/gqa-gguf.json" "$D/gqa-peft.json" || fail "gqa: PEFT and GGUF adapters differ"
+ok
+
 echo "== refusals"
 # PEFT never saves q_proj for Phi-3: such a folder is someone's mistake, not a Phi-3 adapter
 mkdir -p "$D/unfused"
