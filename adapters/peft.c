@@ -442,9 +442,6 @@ static wisp_status check_module(const wisp_peft *p, const wisp_st_tensor *a, con
     if (k->module.count > 1 && out != want_out)
         return wisp_fail(err, WISP_ERR_SHAPE, "%s: lora_B has %lld rows but the fused module has %lld", module,
                          (long long)out, (long long)want_out);
-    if (k->module.count > 1 && p->info.use_dora)
-        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "%s: DoRA on a fused module (qkv_proj, gate_up_proj) is not "
-                                                    "supported", module);
     double alpha = p->info.lora_alpha;
     int64_t ap = pattern_lookup(&p->config, p->alpha_pattern, module);
     if (ap >= 0) wisp_json_number(&p->config, ap, &alpha);
@@ -585,16 +582,28 @@ static void rows_to_gguf(const wisp_lora_pair *pair, int32_t head_rows, const ui
 }
 
 /* DoRA's magnitude of a pair into F32, rows in GGUF order (head_rows > 0:
- * the q/k permutation of arch llama). Checked by walk(): it exists. */
+ * the q/k permutation of arch llama). A fused module's magnitude covers all
+ * its rows (per-row norms: each projection's rows are its own); the pair
+ * takes its range. Checked by walk(): it exists. */
 static void read_magnitude(const wisp_peft *p, const wisp_lora_pair *pair, int32_t head_rows, float *dst) {
-    char key[512];
-    wisp_format(key, sizeof key, "base_model.model.model.layers.%d.%s.%s.lora_magnitude_vector", (int)pair->layer,
-                parent_of(pair->proj), wisp_proj_hf_name(pair->proj));
+    hf_module mods[MAX_MODULES];
+    int n_mods = modules_of(&p->base, mods), i = 0;
+    while (i + 1 < n_mods && !(pair->proj >= mods[i].first && pair->proj < mods[i].first + mods[i].count)) i++;
+    int64_t offset = 0; /* rows of the module's projections before this one */
+    for (int q = mods[i].first; q < pair->proj; q++) {
+        const char *suffix;
+        int64_t row0, rows, cols;
+        wisp_proj_source(&p->base, q, &suffix, &row0, &rows, &cols);
+        offset += rows;
+    }
+    char module[128], key[512];
+    module_name(pair->layer, &mods[i], module, sizeof module);
+    wisp_format(key, sizeof key, "base_model.model.%s.lora_magnitude_vector", module);
     wisp_st_tensor m;
     if (!wisp_st_find(&p->st, key, &m)) wisp_st_find(&p->st, key + strlen("base_model.model."), &m);
     int type = wisp_type_of(&m);
     for (int32_t g = 0; g < pair->n_out; g++) {
-        size_t h = head_rows ? (size_t)wisp_lora_hf_row(g, head_rows) : (size_t)g;
+        size_t h = (head_rows ? (size_t)wisp_lora_hf_row(g, head_rows) : (size_t)g) + (size_t)offset;
         if (type == WISP_TYPE_F32) { /* safetensors offsets need not be aligned */
             memcpy(&dst[g], m.data + 4 * h, 4);
             continue;
@@ -720,9 +729,6 @@ static wisp_status check_fusable(const export_module *em, bool rslora, wisp_erro
     for (int i = 0; i < em->m.count; i++) {
         const wisp_lora_pair *q = em->part[i];
         if (!q) continue;
-        if (q->magnitude)
-            return wisp_fail(err, WISP_ERR_UNSUPPORTED, "%s: DoRA on a fused module (qkv_proj, gate_up_proj) is not "
-                                                        "supported in PEFT export (use the GGUF adapter)", module);
         if (q->type != em->first->type || q->n_in != em->first->n_in)
             return wisp_fail(err, WISP_ERR_UNSUPPORTED, "%s: blk.%d.%s and blk.%d.%s differ in element type; one PEFT "
                                                         "module holds one", module, (int)q->layer,
@@ -733,6 +739,13 @@ static wisp_status check_fusable(const export_module *em, bool rslora, wisp_erro
                              (int)q->layer, wisp_proj_gguf_name(q->proj), (double)q->scale, (int)em->first->layer,
                              wisp_proj_gguf_name(em->first->proj), (double)em->first->scale);
     }
+    /* DoRA: the module's magnitude is its parts' in row order; a part left out would need
+     * m = ||W row||, which m / ||W row|| does not give back as exactly 1 */
+    for (int i = 0; i < em->m.count; i++)
+        if (em->first->magnitude && !em->part[i])
+            return wisp_fail(err, WISP_ERR_UNSUPPORTED, "%s: a DoRA adapter of a fused module must adapt all its "
+                                                        "projections (blk.%d.%s is not)", module, (int)em->layer,
+                             wisp_proj_gguf_name(em->m.first + i));
     if (wisp_lora_scale_of(export_alpha(&em->fused, rslora), em->fused.rank, rslora) != em->fused.scale)
         return wisp_fail(err, WISP_ERR_UNSUPPORTED, "%s: no lora_alpha reproduces scale %.9g at the fused rank %d", module,
                          (double)em->fused.scale, (int)em->fused.rank);
@@ -969,6 +982,10 @@ static wisp_status write_fused(const export_module *em, wisp_sink *sink, wisp_er
         }
         col += q->rank;
     }
+    if (!em->first->magnitude) return WISP_OK;
+    for (int i = 0; i < em->m.count; i++) /* all present: check_fusable */
+        if ((st = wisp_sink_write(sink, em->part[i]->magnitude, (size_t)em->part[i]->n_out * sizeof(float), err)))
+            return st;
     return WISP_OK;
 }
 

@@ -119,8 +119,9 @@ size_t wisp_peft_export_bytes(const wisp_lora *l);
  * type, lora_B rows of q/k put back in HF order for arch llama. For a fused
  * architecture (phi3) the pairs of a fused module become one pair, exactly:
  * A stacked and B block-diagonal (rank = the sum), or, when the pairs share
- * one A (an imported PEFT pair), A once and B stacked; pairs of different
- * scale or type in one module, and DoRA there, are refused. The config
+ * one A (an imported PEFT pair), A once and B stacked; DoRA magnitudes are
+ * concatenated in row order (all the module's projections must be adapted);
+ * pairs of different scale or type in one module are refused. The config
  * names the same modules. */
 wisp_status wisp_peft_write_safetensors(const wisp_lora *l, const wisp_hparams *base, void *scratch,
                                         size_t scratch_bytes, wisp_sink *sink, wisp_error *err);

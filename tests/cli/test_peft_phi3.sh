@@ -14,6 +14,8 @@
 #   - `wisp merge` puts every projection's update at its rows of the fused
 #     tensors (within 1e-5 of the reference's W + s B A);
 #   - a seeded adapter on q, v, gate and down only (zero blocks for k and up);
+#   - DoRA (the magnitude of a fused module is its projections', in row order)
+#     against the reference, and a grouped-query tiny phi3 (narrower k, v);
 #   - refusals: q_proj names on phi3, pairs of different scale in one module.
 source "$(dirname "$0")/lib.sh"
 need models/synthetic/syn-phi3-longrope-f32.gguf golden/logits/syn-phi3-longrope-f32.json data/tinyshakespeare.txt
@@ -118,6 +120,19 @@ grep -q '"k_proj"\|"q_proj"\|"gate_proj"' "$D/part/adapter_config.json" && fail 
 "$TOOLS/compare_logits" "$D/part-ref.json" "$D/part-peft.json" --tol 0.0001 --greedy-exact || fail "part: wisp vs reference"
 "$WISP" logits -m "$M" --lora "$D/part.gguf" "${args[@]}" --json --kv-type f32 > "$D/part-gguf.json" || fail "logits part.gguf"
 cmp -s "$D/part-gguf.json" "$D/part-peft.json" || fail "part: PEFT and GGUF adapters differ"
+ok
+
+echo "== DoRA: the fused module's magnitude is its projections' rows, in order"
+"$WISP" finetune -m "$M" --data "$D/train.txt" --ctx 40 --batch 2 --rank $RANK --steps 4 --lr 3e-3 --seed 5 -q -t 2 \
+    --method dora -o "$D/dora" 2>/dev/null || fail "finetune dora"
+"$PY" "$REF" "$M" "$G" --lora "$D/dora/peft" > "$D/dora-ref.json" || fail "reference (dora)"
+"$WISP" logits -m "$M" --lora "$D/dora/peft" "${args[@]}" --json --kv-type f32 > "$D/dora.json" || fail "logits dora"
+"$TOOLS/compare_logits" "$D/dora-ref.json" "$D/dora.json" --tol 0.0001 --greedy-exact || fail "dora: wisp vs reference"
+"$TOOLS/compare_logits" "$D/ref-base.json" "$D/dora-ref.json" --tol 0.01 >/dev/null && fail "dora hardly changes the logits"
+"$WISP" export "$D/dora/peft" --to peft -m "$M" -o "$D/dora-again" 2>/dev/null || fail "export dora"
+cmp "$D/dora/peft/adapter_model.safetensors" "$D/dora-again/adapter_model.safetensors" || fail "dora re-export differs"
+"$WISP" merge -m "$M" --lora "$D/dora/peft" -o "$D/dora-merged.gguf" 2>/dev/null || fail "merge dora"
+"$PY" "$REF" "$M" --check-merged "$D/dora-merged.gguf" --lora "$D/dora/peft" || fail "dora merged weights"
 ok
 
 echo "== grouped-query phi3 (tiny, 4 heads, 2 kv heads): k and v blocks narrower than q"

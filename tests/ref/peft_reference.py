@@ -138,8 +138,9 @@ class Model:
                 for d in adapters:
                     if (i, hname) in d:
                         s, b, a, mag = d[(i, hname)]
-                        assert mag is None, "DoRA on a fused module"
                         w = w + s * (b @ a)
+                        if mag is not None:  # DoRA: per-row norms, so the fused rows as one weight
+                            w = (mag / np.linalg.norm(w, axis=1))[:, None] * w
                 sizes = [self.n_head * self.head_dim if p == "self_attn.q_proj" else
                          self.n_kv * self.head_dim if p in ("self_attn.k_proj", "self_attn.v_proj") else
                          w.shape[0] // 2 for p in parts]
