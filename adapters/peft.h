@@ -20,6 +20,10 @@
  * (r, in) and lora_B (out, r): wisp's orientation. For arch llama the rows of
  * lora_B of q_proj/k_proj are reordered from HF to GGUF order (see
  * lora_layout.h) into `mem`; everything else is used where it lies.
+ * An architecture with fused tensors (phi3) has Hugging Face's fused modules
+ * instead: qkv_proj (rows q, k, v) and gate_up_proj (rows gate, up); each of
+ * their pairs becomes a pair per projection sharing the module's A, with its
+ * rows of B (exact); the unfused names are refused on such a base.
  *
  * Config semantics honoured: r, lora_alpha, use_rslora, rank_pattern and
  * alpha_pattern (PEFT's rule: the first pattern P with the module name
@@ -112,11 +116,18 @@ wisp_status wisp_peft_write_config(const wisp_lora *l, const wisp_hparams *base,
 size_t wisp_peft_export_bytes(const wisp_lora *l);
 
 /* adapter_model.safetensors for `l` through `sink`, tensors in their own
- * type, lora_B rows of q/k put back in HF order for arch llama. */
+ * type, lora_B rows of q/k put back in HF order for arch llama. For a fused
+ * architecture (phi3) the pairs of a fused module become one pair, exactly:
+ * A stacked and B block-diagonal (rank = the sum), or, when the pairs share
+ * one A (an imported PEFT pair), A once and B stacked; DoRA magnitudes are
+ * concatenated in row order (all the module's projections must be adapted);
+ * pairs of different scale or type in one module are refused. The config
+ * names the same modules. */
 wisp_status wisp_peft_write_safetensors(const wisp_lora *l, const wisp_hparams *base, void *scratch,
                                         size_t scratch_bytes, wisp_sink *sink, wisp_error *err);
 
-/* The PEFT module name of a pair ("model.layers.3.self_attn.q_proj"). */
+/* The PEFT module name of a pair of an unfused architecture
+ * ("model.layers.3.self_attn.q_proj"). */
 void wisp_peft_module_name(int32_t layer, int proj, char *buf, size_t cap);
 
 #endif

@@ -93,7 +93,10 @@ int cmd_export(int argc, char **argv) {
         "Convert a LoRA adapter between llama.cpp's GGUF LoRA (a .gguf file) and a PEFT folder\n"
         "(adapter_config.json + adapter_model.safetensors), in either direction. Tensors are copied exactly;\n"
         "for arch llama the rows of lora_B of q_proj/k_proj are reordered between Hugging Face order and\n"
-        "GGUF order, as llama.cpp's conversion reorders the q/k weights.",
+        "GGUF order, as llama.cpp's conversion reorders the q/k weights. For phi3 the PEFT side has\n"
+        "Hugging Face's fused modules qkv_proj and gate_up_proj: wisp's q/k/v (gate/up) pairs become one\n"
+        "pair with A stacked and B block-diagonal (exact; the rank is their sum; pairs of different scale\n"
+        "are refused), and a fused PEFT pair gives each projection the shared A and its rows of B.",
         "The input format is detected: a folder is PEFT, a file is GGUF LoRA.\n"
         "Examples:\n"
         "  wisp export adapter.gguf --to peft -m base.gguf -o my-adapter --base-model HuggingFaceTB/SmolLM2-135M\n"

@@ -93,6 +93,7 @@ int cmd_merge(int argc, char **argv) {
         r.adapters = loras_in;
         r.user_scales = scales;
         r.n_adapters = n;
+        r.hp = &hp;
         r.input_mapped = f.mapped;
     cli_rewrite_layers(&g, &r.n_layers, &r.tied);
         ok = cli_rewrite_run(&r);

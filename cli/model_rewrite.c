@@ -58,10 +58,9 @@ static const char *type_name(int t) {
 
 /* The terms merged into tensor t (none unless it is an adapted projection). */
 static int terms_for(const cli_rewrite *r, const wisp_gguf_tensor *t, wisp_merge_term *terms) {
-    int32_t layer;
-    int proj;
-    if (!r->n_adapters || !wisp_lora_parse_weight_name(t->name.ptr, (size_t)t->name.len, &layer, &proj)) return 0;
-    return wisp_merge_terms_for(r->adapters, r->user_scales, r->n_adapters, layer, proj, terms, WISP_MERGE_MAX_TERMS);
+    if (!r->n_adapters || !r->hp) return 0;
+    return wisp_merge_terms_for_tensor(r->adapters, r->user_scales, r->n_adapters, r->hp, t->name.ptr,
+                                       (size_t)t->name.len, terms, WISP_MERGE_MAX_TERMS);
 }
 
 static void print_summary(const cli_rewrite *r, const uint32_t *out_types, uint64_t bytes, double secs,
@@ -206,6 +205,14 @@ bool cli_rewrite_run(const cli_rewrite *r) {
         if (r->input_mapped) release_pages(&t);
     }
     if (progress) fprintf(stderr, "\r%70s\r", "");
+    /* every pair must have found its tensor: an adapter half merged is a wrong model */
+    int n_pairs = 0;
+    for (int i = 0; i < r->n_adapters; i++) n_pairs += r->adapters[i]->n_pairs;
+    if (ok && n_merged != n_pairs) {
+        fprintf(stderr, "wisp: %s: only %d of the adapters' %d pairs found their tensor; nothing written\n",
+                r->out_path, n_merged, n_pairs);
+        ok = false;
+    }
     if (af.f) {
         if (ok) ok = cli_atomic_commit(&af);
         else cli_atomic_abort(&af);

@@ -21,6 +21,7 @@ typedef struct cli_rewrite {
     const wisp_lora *const *adapters; /* merged into their projections (may be none) */
     const float *user_scales;
     int n_adapters;
+    const wisp_hparams *hp;      /* the base's, to find adapted tensors (required with adapters) */
     int32_t n_layers;            /* for the recipes' layer rules */
     bool tied;                   /* no output.weight: the embedding is the output */
     bool quiet;                  /* no progress line */

@@ -49,10 +49,14 @@ base_tiny="$seeds/tiny-llama-f32.gguf" base_qwen="$seeds/tiny-qwen2-f16.gguf"
 "$T/lora_fixture" "$base_tiny" "$seeds/lora-tiny-r2.gguf" --rank 2 2>/dev/null
 "$T/lora_fixture" "$base_tiny" "$seeds/lora-tiny-mixed-f16.gguf" --mixed --type f16 --rslora 2>/dev/null
 "$T/lora_fixture" "$base_qwen" "$seeds/lora-qwen-bf16.gguf" --rank 3 --type bf16 --targets 5 2>/dev/null
-rm -rf "$seeds/peft-tiny" "$seeds/peft-qwen"
+# phi3: PEFT's fused qkv_proj/gate_up_proj (q, v, gate, down adapted: zero blocks for k and up)
+base_phi3="$seeds/tiny-phi3-q4_0.gguf"
+"$T/lora_fixture" "$base_phi3" "$seeds/lora-phi3-f16.gguf" --rank 2 --type f16 --targets 0x55 2>/dev/null
+rm -rf "$seeds/peft-tiny" "$seeds/peft-qwen" "$seeds/peft-phi3"
 "$W" export "$seeds/lora-tiny-mixed-f16.gguf" --to peft -m "$base_tiny" -o "$seeds/peft-tiny" 2>/dev/null
 "$W" export "$seeds/lora-qwen-bf16.gguf" --to peft -m "$base_qwen" -o "$seeds/peft-qwen" 2>/dev/null
-for p in peft-tiny peft-qwen; do
+"$W" export "$seeds/lora-phi3-f16.gguf" --to peft -m "$base_phi3" -o "$seeds/peft-phi3" 2>/dev/null
+for p in peft-tiny peft-qwen peft-phi3; do
     [ -f "$seeds/$p/adapter_model.safetensors" ] &&
         lenprefixed "$seeds/$p/adapter_config.json" "$seeds/$p/adapter_model.safetensors" > "$seeds/$p.peft"
 done
@@ -181,7 +185,7 @@ for name in "${names[@]}"; do
             [ -f "$golden/peft/adapter_model.safetensors" ] && ln -sf "$(realpath "$golden/peft/adapter_model.safetensors")" "$c/seed-golden.safetensors"
             opts+=(-max_len=131072 -dict="$PWD/tests/fuzz/json.dict") ;;
         fuzz_peft)
-            export WISP_FUZZ_BASES="$base_tiny:$base_qwen"
+            export WISP_FUZZ_BASES="$base_tiny:$base_qwen:$base_phi3"
             [ -f "$S/models/stories260K.gguf" ] && WISP_FUZZ_BASES+=":$S/models/stories260K.gguf"
             seed "$name" "$seeds"/*.peft
             opts+=(-max_len=131072 -dict="$PWD/tests/fuzz/json.dict") ;;

@@ -1,13 +1,18 @@
 #!/usr/bin/python3
 """An independent float64 reference for PEFT adapters in Hugging Face order.
 
-It rebuilds the Hugging Face view of a GGUF llama/qwen2 model (for arch llama
-the rows of q/k are put back from GGUF order, undoing llama.cpp's conversion
-permutation), applies PEFT adapters exactly as PEFT does (W + scaling * B @ A
+It rebuilds the Hugging Face view of a GGUF llama/qwen2/phi3 model (for arch
+llama the rows of q/k are put back from GGUF order, undoing llama.cpp's
+conversion permutation; phi3 keeps its fused modules: attn_qkv is
+transformers' qkv_proj and ffn_up its gate_up_proj, rows unchanged, so a
+PEFT pair on a fused module is added to the whole fused weight before it is
+split), applies PEFT adapters exactly as PEFT does (W + scaling * B @ A
 with lora_B in the folder's own, Hugging Face, row order; for DoRA, use_dora,
 each row of that then scaled to lora_magnitude_vector / its L2 norm, PEFT's
 merged weight) and runs the model
-with Hugging Face's rotate-half RoPE. If wisp's GGUF-order handling of q/k
+with Hugging Face's rotate-half RoPE (phi3 LongRoPE: each frequency divided
+by its rope_factors_{short,long} entry, long when the sequence is longer than
+the original context, as transformers picks; cos and sin times attn_factor). If wisp's GGUF-order handling of q/k
 LoRA rows were wrong, its logits would not match these.
 
 A prompt-tuning adapter (--prompt PEFT_DIR, peft_type PROMPT_TUNING) is run
@@ -17,6 +22,11 @@ the text's logits are returned.
 
 usage: /usr/bin/python3 peft_reference.py BASE.gguf CASES.json [--lora PEFT_DIR[:SCALE]]... [--prompt PEFT_DIR]
        [--naive] > OUT.json
+       /usr/bin/python3 peft_reference.py BASE.gguf --check-merged MERGED.gguf [--lora PEFT_DIR[:SCALE]]...
+--check-merged compares every projection of MERGED.gguf (an F32 model with the
+adapters merged, e.g. by `wisp merge`) with W + scaling * B @ A computed here
+in float64, both in Hugging Face's view; it prints the largest difference and
+fails above 1e-5.
 --naive applies the adapters' q/k lora_B rows as if they were already in the
 model's GGUF order (what a converter that forgot the permutation would do):
 a negative control showing that the row order matters.
@@ -37,6 +47,9 @@ from gguf_reader import Reader  # noqa: E402
 PROJ = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
         "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
         "ffn_down": "mlp.down_proj"}
+# phi3's fused tensors: GGUF name -> (transformers module, the projections of its rows in order)
+PHI3_FUSED = {"attn_qkv": ("self_attn.qkv_proj", ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")),
+              "ffn_up": ("mlp.gate_up_proj", ("mlp.gate_proj", "mlp.up_proj"))}
 ST_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
 
 
@@ -110,10 +123,33 @@ class Model:
         self.out = g.tensor("output.weight") if "output.weight" in g.tensors else self.embd
         self.out_norm = g.tensor("output_norm.weight")
         self.head_dim = self.embd.shape[1] // self.n_head
+        self.factors = {}
+        for which in ("short", "long"):
+            if f"rope_factors_{which}.weight" in g.tensors:
+                self.factors[which] = g.tensor(f"rope_factors_{which}.weight").astype(np.float64)
+        self.orig_ctx = g.meta.get(f"{arch}.rope.scaling.original_context_length", 0)
+        self.attn_factor = g.meta.get(f"{arch}.rope.scaling.attn_factor", 1.0)
+        fused = PHI3_FUSED if arch == "phi3" else {}
         self.layers = []
         for i in range(self.n_layer):
             L = {"attn_norm": g.tensor(f"blk.{i}.attn_norm.weight"), "ffn_norm": g.tensor(f"blk.{i}.ffn_norm.weight")}
+            for gname, (hname, parts) in fused.items():
+                w = g.tensor(f"blk.{i}.{gname}.weight")
+                for d in adapters:
+                    if (i, hname) in d:
+                        s, b, a, mag = d[(i, hname)]
+                        w = w + s * (b @ a)
+                        if mag is not None:  # DoRA: per-row norms, so the fused rows as one weight
+                            w = (mag / np.linalg.norm(w, axis=1))[:, None] * w
+                sizes = [self.n_head * self.head_dim if p == "self_attn.q_proj" else
+                         self.n_kv * self.head_dim if p in ("self_attn.k_proj", "self_attn.v_proj") else
+                         w.shape[0] // 2 for p in parts]
+                assert sum(sizes) == w.shape[0], f"{gname}: {w.shape[0]} rows vs {sizes}"
+                for p, piece in zip(parts, np.split(w, np.cumsum(sizes)[:-1])):
+                    L[p] = piece
             for gname, hname in PROJ.items():
+                if hname in L:
+                    continue
                 w = g.tensor(f"blk.{i}.{gname}.weight")
                 if arch == "llama" and gname in ("attn_q", "attn_k"):
                     w = unpermute(w, self.n_head if gname == "attn_q" else self.n_kv)
@@ -141,9 +177,11 @@ class Model:
         """Hugging Face's rotate_half: pairs (i, i + d/2)."""
         d = self.head_dim
         inv = self.base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+        if self.factors:
+            inv = inv / self.factors["long" if len(pos) > self.orig_ctx else "short"]
         ang = np.outer(pos, inv)
-        cos = np.concatenate([np.cos(ang), np.cos(ang)], axis=-1)[:, None, :]
-        sin = np.concatenate([np.sin(ang), np.sin(ang)], axis=-1)[:, None, :]
+        cos = np.concatenate([np.cos(ang), np.cos(ang)], axis=-1)[:, None, :] * self.attn_factor
+        sin = np.concatenate([np.sin(ang), np.sin(ang)], axis=-1)[:, None, :] * self.attn_factor
         rot = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
         return x * cos + rot * sin
 
@@ -187,11 +225,27 @@ def load_prompt(folder):
     return rows.astype(np.float64)
 
 
+def check_merged(want, got):
+    worst, n = 0.0, 0
+    for i, (lw, lg) in enumerate(zip(want.layers, got.layers)):
+        for hname in PROJ.values():
+            d = float(np.max(np.abs(lw[hname] - lg[hname])))
+            n += 1
+            if d > worst:
+                worst, where = d, f"layer {i} {hname}"
+    print(f"merged weights: {n} projections, largest |difference| {worst:.3g} ({where})")
+    if worst > 1e-5:
+        sys.exit("merged weights differ from W + scaling * B @ A by more than 1e-5")
+
+
 def main():
     args = sys.argv[1:]
     if len(args) < 2:
         sys.exit(__doc__)
     model_path, cases_path, rest = args[0], args[1], args[2:]
+    merged = None
+    if cases_path == "--check-merged" and rest:
+        merged, rest = rest[0], rest[1:]
     naive = "--naive" in rest
     rest = [r for r in rest if r != "--naive"]
     adapters, prompt = [], None
@@ -209,6 +263,8 @@ def main():
         adapters.append(load_peft(folder, scale))
         rest = rest[2:]
     model = Model(model_path, adapters, naive, prompt)
+    if merged is not None:
+        return check_merged(model, Model(merged, []))
     cases = json.load(open(cases_path))
     out = {"model": os.path.basename(model_path), "n_vocab": int(model.embd.shape[0]), "cases": []}
     for c in cases["cases"]:
