@@ -16,7 +16,9 @@
 typedef wisp_status (*cli_safetensors_writer)(void *arg, wisp_sink *sink, wisp_error *err);
 
 /* `cfg` holds cfg_len bytes of JSON and has room for one more (the final
- * newline). false (message printed) on any failure. */
+ * newline). Callers build the config first, where an adapter that cannot be
+ * exported is refused, so a refusal leaves no folder behind. false (message
+ * printed) on any failure. */
 bool cli_peft_folder_write(const char *dir, char *cfg, size_t cfg_len, cli_safetensors_writer write, void *arg);
 
 #endif
