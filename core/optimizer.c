@@ -62,7 +62,7 @@ static double squared_norm(const wisp_train *tr, float factor) {
     }
     if (tr->n_virtual > 0) { /* prompt tuning: the prompt's rows, in order */
         double s = 0;
-        for (size_t i = 0; i < (size_t)tr->n_virtual * (size_t)tr->D; i++)
+        for (size_t i = 0; i < (size_t)tr->n_virtual * (size_t)tr->prompt_width; i++)
             s += (double)(tr->prompt_grad[i] * factor) * (tr->prompt_grad[i] * factor);
         total += s;
     }

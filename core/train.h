@@ -50,6 +50,11 @@ typedef struct wisp_train {
      * params; prompt_grad the whole of grad), the tokens fill the rest */
     int32_t n_virtual;
     float *prompt, *prompt_grad;
+    /* prefix tuning (cfg.prefix): `prompt` is [n_virtual][L][2][KVH][hd] instead,
+     * every layer's keys (after RoPE: used as they are) and values at the
+     * virtual positions, which replace what the layer computes there */
+    bool prefix;
+    int32_t prompt_width;  /* floats per virtual token: D, or 2 x L x KV with prefix */
     int32_t loss_chunk;
     float scale;           /* alpha / rank (or alpha / sqrt(rank)) */
     size_t act_elem;       /* bytes of a saved activation element */
@@ -192,6 +197,14 @@ void wisp_train_dora_norms(wisp_train *tr);
  * Returns dy untouched when the pair is plain LoRA. */
 const float *wisp_train_dora_backward(wisp_train *tr, int32_t layer, int proj, const float *x, const float *h,
                                       const float *dy, float *out);
+
+/* ---- train_prefix.c: prefix tuning ---- */
+/* Put the prefix's keys and values of layer l into tr->k and tr->v (token
+ * major, after RoPE) at every sequence's virtual positions. */
+void wisp_train_prefix_forward(wisp_train *tr, int32_t l);
+/* Add the gradient of those keys and values (tr->k, tr->v hold dK, dV) to
+ * the prefix's, and zero it there: it reaches nothing below. */
+void wisp_train_prefix_backward(wisp_train *tr, int32_t l);
 
 /* ---- attention_backward.c ---- */
 /* dq (token-major) and dkh/dvh (per kv head) of causal attention for the

@@ -55,6 +55,10 @@ typedef struct wisp_train_config {
     /* ---- prompt tuning (PEFT PROMPT_TUNING) ---- */
     int32_t virtual_tokens; /* > 0: train only this many input embeddings prepended to every sequence
                              * (positions 0..n-1; the text starts at n), no LoRA pairs; 0: off */
+    /* ---- prefix tuning (PEFT PREFIX_TUNING, P-tuning v2) ---- */
+    bool prefix;            /* with virtual_tokens: the learned rows are every layer's keys and values at
+                             * positions 0..n-1 (PEFT's past_key_values, [n][n_layers][2][n_kv_heads][head_dim],
+                             * keys used as they are: no RoPE) instead of input embeddings */
 
     /* ---- LoRA ---- */
     float alpha;          /* 0: 2 x rank */

@@ -59,7 +59,7 @@ void wisp_train_backward(wisp_train *tr) {
         wisp_train_load_layer(tr, l, &v);
         wisp_train_backward_layer(tr, l, &v);
     }
-    if (tr->n_virtual == 0) return;
+    if (tr->n_virtual == 0 || tr->prefix) return; /* prefix tuning took its gradient layer by layer */
     /* tr->dx is now the gradient of layer 0's input; a virtual token's input
      * is embed_scale x its prompt row in every sequence: sum over them */
     float scale = tr->model->hp.embed_scale;
@@ -175,14 +175,16 @@ wisp_status wisp_train_set_prompt(wisp_ctx *ctx, const float *rows, const int32_
     if (s) return s;
     wisp_train *tr = ctx->train;
     if (tr->n_virtual == 0) return wisp_fail(err, WISP_ERR_ARG, "this context does not prompt-tune (virtual_tokens is 0)");
-    size_t D = (size_t)tr->D;
+    size_t D = (size_t)tr->D, W = (size_t)tr->prompt_width;
     if (rows) {
-        for (size_t i = 0; i < (size_t)tr->n_virtual * D; i++)
+        for (size_t i = 0; i < (size_t)tr->n_virtual * W; i++)
             if (!isfinite(rows[i]))
-                return wisp_fail(err, WISP_ERR_NUMERIC, "prompt embedding %zu, element %zu is not finite", i / D, i % D);
-        memcpy(tr->prompt, rows, (size_t)tr->n_virtual * D * sizeof(float));
+                return wisp_fail(err, WISP_ERR_NUMERIC, "%s %zu, element %zu is not finite",
+                                 tr->prefix ? "prefix row" : "prompt embedding", i / W, i % W);
+        memcpy(tr->prompt, rows, (size_t)tr->n_virtual * W * sizeof(float));
         return WISP_OK;
     }
+    if (tr->prefix) return wisp_fail(err, WISP_ERR_UNSUPPORTED, "prefix tuning has no text init (PEFT's has none either)");
     if (!ids || n_ids < 1) return wisp_fail(err, WISP_ERR_ARG, "the prompt init text has no tokens");
     for (int32_t i = 0; i < n_ids; i++)
         if (ids[i] < 0 || ids[i] >= tr->V)
