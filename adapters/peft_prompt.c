@@ -6,6 +6,7 @@
 #include "half.h"
 #include "types.h"
 #include "json.h"
+#include "lora_layout.h"
 #include "safetensors.h"
 
 #define TENSOR_NAME "prompt_embeddings"
@@ -231,6 +232,33 @@ float wisp_prompt_value(const wisp_prompt_adapter *a, size_t i) {
     uint16_t h;
     memcpy(&h, p + 2 * i, 2);
     return a->type == WISP_TYPE_F16 ? wisp_f16_to_f32(h) : wisp_bf16_to_f32(h);
+}
+
+/* Element `index` of a prefix row block of `width` floats per virtual token,
+ * kv heads of head_dim: its index in the other order when it is a key of a
+ * family whose keys are reordered (lora_layout.h), else itself. to_hf: the
+ * engine's (GGUF) index to HF's, else back. */
+static size_t key_index(size_t index, size_t width, int32_t kv_width, int32_t head_dim, bool to_hf) {
+    size_t in_row = index % width, in_kv = in_row % (size_t)kv_width;
+    if ((in_row / (size_t)kv_width) % 2 != 0) return index; /* a value */
+    int32_t j = (int32_t)(in_kv % (size_t)head_dim);
+    int32_t moved = to_hf ? wisp_lora_hf_row(j, head_dim) : wisp_lora_gguf_row(j, head_dim);
+    return index - (size_t)j + (size_t)moved;
+}
+
+static bool keys_move(wisp_arch arch) { return wisp_lora_permutes(arch, WISP_PROJ_K); }
+
+float wisp_prompt_engine_value(const wisp_prompt_adapter *a, wisp_arch arch, size_t index) {
+    if (!a->prefix || !keys_move(arch)) return wisp_prompt_value(a, index);
+    /* the engine's element j of a key head is HF's element hf_row(j) */
+    return wisp_prompt_value(a, key_index(index, wisp_prompt_width(a), a->dim, a->dim / a->n_heads, true));
+}
+
+void wisp_prefix_to_peft(const float *engine, const wisp_hparams *hp, int32_t n_virtual, float *peft) {
+    int32_t kv = hp->n_kv_heads * hp->head_dim;
+    size_t width = 2 * (size_t)hp->n_layers * (size_t)kv, n = (size_t)n_virtual * width;
+    bool move = keys_move(hp->arch);
+    for (size_t i = 0; i < n; i++) peft[move ? key_index(i, width, kv, hp->head_dim, true) : i] = engine[i];
 }
 
 static void key_string(wisp_json_writer *w, const char *key, const char *value) {

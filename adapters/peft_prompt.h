@@ -18,7 +18,13 @@
  * to the model's kv heads and token_dim to kv heads x head_dim; both are
  * checked against the base, as num_layers. A file saved with
  * prefix_projection true holds the projected (final) prefix all the same
- * (PEFT saves the encoder's output), so it is read the same way. */
+ * (PEFT saves the encoder's output), so it is read the same way.
+ *
+ * A prefix's keys are in Hugging Face's order within each head. For arch
+ * llama the engine's are in GGUF order (llama.cpp's conversion reorders the
+ * q/k rows of a head so that RoPE rotates adjacent pairs; lora_layout.h), so
+ * wisp_prompt_engine_value and wisp_prefix_to_peft move each key's elements
+ * between the two; values, and every other family, keep their order. */
 #ifndef WISP_PEFT_PROMPT_H
 #define WISP_PEFT_PROMPT_H
 
@@ -57,8 +63,14 @@ wisp_status wisp_prompt_index_bytes(const char *config, size_t config_len, const
 wisp_status wisp_prompt_read(const char *config, size_t config_len, const void *st, size_t st_len,
                              const wisp_hparams *base, void *mem, size_t mem_bytes, wisp_prompt_adapter *out,
                              wisp_error *err);
-/* Row i element k as F32. */
+/* Row i element k as F32, in the file's order. */
 float wisp_prompt_value(const wisp_prompt_adapter *a, size_t index);
+/* The same in the engine's order for a model of architecture `arch` (what
+ * wisp_eval_kv_prefix and wisp_train_set_prompt take). */
+float wisp_prompt_engine_value(const wisp_prompt_adapter *a, wisp_arch arch, size_t index);
+/* A prefix of the engine, [n_virtual][n_layers][2][kv width] F32, in PEFT's
+ * order (keys of arch llama reordered) into `peft` (same size, not aliased). */
+void wisp_prefix_to_peft(const float *engine, const wisp_hparams *hp, int32_t n_virtual, float *peft);
 
 /* adapter_config.json into buf (NUL-terminated; *len without the NUL; with
  * cap too small WISP_ERR_CAPACITY and *len the need). */

@@ -122,11 +122,21 @@ static bool write_prompt(run *r) {
     a.rows = wisp_train_prompt(r->s.ctx, &a.n_virtual);
     a.dim = hp->dim, a.n_layers = hp->n_layers, a.n_heads = hp->n_heads, a.type = WISP_TYPE_F32;
     a.text_init = r->set.prompt_init_text != NULL, a.init_text = r->set.prompt_init_text;
+    float *hf = NULL; /* a prefix in PEFT's order */
     if (ft_method_is_prefix(&r->set)) {
         a.prefix = true, a.n_heads = hp->n_kv_heads, a.dim = hp->n_kv_heads * hp->head_dim;
         a.encoder_hidden_size = a.dim; /* PEFT's default */
+        hf = malloc(sizeof(float) * (size_t)a.n_virtual * wisp_prompt_width(&a));
+        if (!hf) {
+            fprintf(stderr, "wisp finetune: out of memory\n");
+            return false;
+        }
+        wisp_prefix_to_peft(a.rows, hp, a.n_virtual, hf);
+        a.rows = hf;
     }
-    return cli_prompt_write(&a, peft, true);
+    bool ok = cli_prompt_write(&a, peft, true);
+    free(hf);
+    return ok;
 }
 
 static bool write_adapter(run *r) {

@@ -100,7 +100,7 @@ bool cli_prompt_read(const char *dir, const wisp_hparams *hp, float **rows, int3
     if (!opened_open(&o, dir, hp)) return false;
     size_t n = (size_t)o.a.n_virtual * wisp_prompt_width(&o.a);
     *rows = malloc(sizeof(float) * n);
-    for (size_t i = 0; *rows && i < n; i++) (*rows)[i] = wisp_prompt_value(&o.a, i);
+    for (size_t i = 0; *rows && i < n; i++) (*rows)[i] = wisp_prompt_engine_value(&o.a, hp->arch, i);
     if (*rows) *n_virtual = o.a.n_virtual, *prefix = o.a.prefix;
     else fprintf(stderr, "wisp: out of memory\n");
     opened_close(&o);
