@@ -125,7 +125,8 @@ static bool write_prompt(run *r) {
     float *hf = NULL; /* a prefix in PEFT's order */
     if (ft_method_is_prefix(&r->set)) {
         a.prefix = true, a.n_heads = hp->n_kv_heads, a.dim = hp->n_kv_heads * hp->head_dim;
-        a.encoder_hidden_size = a.dim; /* PEFT's default */
+        a.prefix_projection = r->set.prefix_projection; /* the rows are the MLP's output: the final prefix */
+        a.encoder_hidden_size = r->set.encoder_hidden_size ? r->set.encoder_hidden_size : a.dim; /* PEFT's default */
         hf = malloc(sizeof(float) * (size_t)a.n_virtual * wisp_prompt_width(&a));
         if (!hf) {
             fprintf(stderr, "wisp finetune: out of memory\n");
@@ -549,7 +550,9 @@ int cmd_finetune(int argc, char **argv) {
         {"num-virtual-tokens", 0, OPT_INT, &set->num_virtual_tokens, "N",
          "(prompt) learned embeddings before every input; (prefix) learned key/value positions of every layer"},
         {"prefix-projection", 0, OPT_FLAG, &set->prefix_projection, NULL,
-         "(prefix) PEFT's reparameterization MLP at train time: not implemented, refused"},
+         "(prefix) train through PEFT's reparameterization W2 tanh(W1 e + b1) + b2 (exported as the final prefix)"},
+        {"encoder-hidden-size", 0, OPT_INT, &set->encoder_hidden_size, "H",
+         "(prefix --prefix-projection) width of that MLP; default token_dim (kv heads x head_dim)"},
         {"prompt-init-text", 0, OPT_STR, &set->prompt_init_text, "TEXT",
          "(prompt) start from the embeddings of TEXT's tokens, repeated or cut to N (PEFT's TEXT init); default random"},
         {"beta", 0, OPT_FLOAT, &set->beta, "B", "(dpo) strength of the pull towards the base model (trl's beta)"},
@@ -609,7 +612,8 @@ int cmd_finetune(int argc, char **argv) {
         "peft/ holds them (PROMPT_TUNING, prompt_embeddings), llama.cpp cannot load them; wisp run/chat/eval\n"
         "--lora OUTDIR/peft use them. --method prefix trains --num-virtual-tokens keys and values per layer\n"
         "(the text after them; peft/: PREFIX_TUNING, prompt_embeddings [N, layers x 2 x kv_heads x head_dim]),\n"
-        "which llama.cpp cannot load either; models with sliding-window layers are refused.\n"
+        "which llama.cpp cannot load either; models with sliding-window layers are refused. --prefix-projection\n"
+        "trains it through PEFT's MLP (prefix_projection) and exports its output, as PEFT saves it.\n"
         "Example: wisp finetune -m stories260K.gguf --data tinyshakespeare.txt --val-split 0.1 --ctx 128 \\\n"
         "           --rank 8 --steps 500 --eval-every 50 -o shakespeare-lora",
         opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};

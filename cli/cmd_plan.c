@@ -108,6 +108,8 @@ int cmd_plan(int argc, char **argv) {
          "(--train) as wisp finetune --method (dora adds magnitudes, norms and a scratch; prompt: virtual tokens "
          "only; prefix: their keys and values per layer; dpo: --batch pairs)"},
         {"num-virtual-tokens", 0, OPT_INT, &ts.num_virtual_tokens, "N", "(--train --method prompt|prefix) virtual tokens"},
+        {"prefix-projection", 0, OPT_FLAG, &ts.prefix_projection, NULL, "(--train --method prefix) with PEFT's MLP"},
+        {"encoder-hidden-size", 0, OPT_INT, &ts.encoder_hidden_size, "H", "(--prefix-projection) its width"},
         {"rank", 'r', OPT_INT, &ts.rank, "R", "(--train) LoRA rank"},
         {"targets", 0, OPT_STR, &ts.targets, "LIST", "(--train) projections to adapt: all, or e.g. attn_q,attn_v"},
         {"optimizer", 0, OPT_STR, &ts.optimizer, "adamw|sgd", "(--train) AdamW keeps two moments, SGD one"},

@@ -45,7 +45,7 @@ static const setting table[] = {
     NEW("loss_scale_hysteresis", K_INT, loss_scale_hysteresis), NEW("min_loss_scale", K_FLOAT, min_loss_scale),
     NEW("num_virtual_tokens", K_INT, num_virtual_tokens), NEW("prompt_init_text", K_STR, prompt_init_text),
     NEW("packing", K_BOOL, packing),    NEW("chat_template", K_STR, chat_template),
-    NEW("prefix_projection", K_BOOL, prefix_projection),
+    NEW("prefix_projection", K_BOOL, prefix_projection), NEW("encoder_hidden_size", K_INT, encoder_hidden_size),
 };
 #undef F
 #undef NEW
@@ -151,9 +151,16 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
                         "text init)\n");
         return false;
     }
-    if (s->prefix_projection) {
-        fprintf(stderr, "wisp finetune: --prefix-projection (PEFT's reparameterization MLP at train time) is not "
-                        "implemented; --method prefix trains the prefix directly (prefix_projection false)\n");
+    if (!m->prefix && (s->prefix_projection || s->encoder_hidden_size)) {
+        fprintf(stderr, "wisp finetune: --prefix-projection and --encoder-hidden-size belong to --method prefix\n");
+        return false;
+    }
+    if (s->encoder_hidden_size && !s->prefix_projection) {
+        fprintf(stderr, "wisp finetune: --encoder-hidden-size is the width of --prefix-projection's MLP\n");
+        return false;
+    }
+    if (s->encoder_hidden_size < 0 || s->encoder_hidden_size > 65536) {
+        fprintf(stderr, "wisp finetune: --encoder-hidden-size must be in 1..65536\n");
         return false;
     }
     if (virt && (s->num_virtual_tokens < 1 || s->num_virtual_tokens > 4096)) {
@@ -178,6 +185,7 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
     c->seq_len = s->ctx, c->micro_batch = s->batch * m->seqs_per_example, c->rank = s->rank, c->alpha = s->alpha;
     c->rslora = s->rslora || m->rslora, c->dora = m->dora;
     c->virtual_tokens = virt ? s->num_virtual_tokens : 0, c->prefix = m->prefix;
+    c->prefix_projection = s->prefix_projection, c->encoder_hidden_size = s->encoder_hidden_size;
     c->objective = m->objective, c->dpo_beta = s->beta, c->dpo_label_smoothing = s->label_smoothing;
     c->dpo_loss = loss_ids[lt];
     c->loss_scale_hysteresis = s->loss_scale_hysteresis, c->min_loss_scale = s->min_loss_scale;

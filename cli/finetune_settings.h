@@ -16,7 +16,8 @@ typedef struct ft_settings {
     float beta, label_smoothing;    /* DPO */
     float min_loss_scale;           /* F16: the floor of the dynamic loss scale */
     int32_t num_virtual_tokens;     /* --method prompt: learned embeddings prepended to every sequence; prefix: positions of keys and values */
-    bool prefix_projection;         /* --prefix-projection: PEFT's MLP at train time (refused by name: not implemented) */
+    bool prefix_projection;         /* --prefix-projection: train through PEFT's reparameterization MLP */
+    int32_t encoder_hidden_size;    /* --encoder-hidden-size: its width; 0: token_dim (PEFT's default) */
     const char *prompt_init_text;   /* --method prompt: PEFT's TEXT init from this text (NULL: RANDOM) */
     int32_t loss_scale_hysteresis;  /* F16: overflows tolerated before the scale halves */
     float val_split, alpha, lr, clip, dropout, weight_decay, momentum, beta1, beta2, eps, min_lr_ratio, epochs;

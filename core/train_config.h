@@ -59,6 +59,9 @@ typedef struct wisp_train_config {
     bool prefix;            /* with virtual_tokens: the learned rows are every layer's keys and values at
                              * positions 0..n-1 (PEFT's past_key_values, [n][n_layers][2][n_kv_heads][head_dim],
                              * keys used as they are: no RoPE) instead of input embeddings */
+    bool prefix_projection; /* prefix: train through PEFT's reparameterization, prefix = W2 tanh(W1 e + b1) + b2
+                             * of N learned embeddings e [N][token_dim] (PrefixEncoder, prefix_projection) */
+    int32_t encoder_hidden_size; /* its hidden width; 0: token_dim (n_kv_heads x head_dim), PEFT's default */
 
     /* ---- LoRA ---- */
     float alpha;          /* 0: 2 x rank */

@@ -268,7 +268,10 @@ wisp_status wisp_train_set_lora(wisp_ctx *ctx, const wisp_lora *src, wisp_error 
  * with F16 storage). NULL when the context does not prompt-tune.
  * Prefix tuning (also cfg.train.prefix): the rows are PEFT's prefix
  * [n_virtual][n_layers][2][n_kv_heads][head_dim], every layer's key then
- * value at the virtual positions (see wisp_eval_kv_prefix). */
+ * value at the virtual positions (see wisp_eval_kv_prefix). With PEFT's
+ * reparameterization (cfg.train.prefix_projection) the rows are its MLP's
+ * output for the current parameters, and the gradient the one reaching them
+ * in the last micro-step (the MLP's own is in the optimizer's care). */
 const float *wisp_train_prompt(const wisp_ctx *ctx, int32_t *n_virtual);
 const float *wisp_train_prompt_gradient(const wisp_ctx *ctx);
 /* Set the prompt: `rows` [n_virtual][dim] F32 (a saved adapter); or, with

@@ -9,8 +9,9 @@
 # unrotated, in Hugging Face order) to 1e-4 on stories260K and qwen2, the
 # PEFT round trip is byte-identical, GGUF export and merge refuse by name, a
 # stopped run resumes to the same bytes, the plan is exact (one byte less
-# fails), and malformed adapters and what is not implemented are refused by
-# name.
+# fails), all of it also with PEFT's reparameterization MLP
+# (--prefix-projection, exported as its output), and malformed adapters and
+# what is not implemented are refused by name.
 source "$(dirname "$0")/lib.sh"
 need models/stories260K.gguf data/tinyshakespeare.txt models/synthetic/syn-qwen2-f32.gguf \
      models/synthetic/syn-gemma2-f32.gguf golden/logits/stories260K.json golden/logits/syn-qwen2-f32.json
@@ -119,6 +120,37 @@ out=$("$WISP" finetune -m "$gm" --data "$D/train.txt" --ctx 24 --batch 1 --steps
 case "$out" in *"sliding-window"*) ;; *) fail "unclear refusal: $out" ;; esac
 ok
 
+# PEFT's reparameterization (--prefix-projection): trained through its MLP, exported as the MLP's output
+# (prefix_projection true, as PEFT saves it), read back by eval (finetune's figure) and by the float64
+# reference, round trip byte-identical, and a stopped run resumes to the same bytes
+proj=(-m "$model" --data "$D/train.txt" --val "$D/val.txt" --ctx 32 --batch 2 --steps 4 --eval-every 4 --lr 3e-2
+      --seed 3 -q -t 2 --method prefix --num-virtual-tokens 4 --prefix-projection --encoder-hidden-size 16)
+"$WISP" finetune "${proj[@]}" -o "$D/p" || fail "finetune --prefix-projection"
+for kv in '"prefix_projection": true' '"encoder_hidden_size": 16' '"num_virtual_tokens": 4'; do
+    grep -q "$kv" "$D/p/peft/adapter_config.json" || fail "projection adapter_config.json lacks $kv"
+done
+head -c 300 "$D/p/peft/adapter_model.safetensors" | grep -aq '"prompt_embeddings":{"dtype":"F32","shape":\[4,320\]' ||
+    fail "the projection's export is not the final prefix [4, 320]"
+pv=$(awk -F, 'END{print $6}' "$D/p/log.csv")
+pe=$("$WISP" eval -m "$model" --lora "$D/p/peft" -f "$D/val.txt" --ctx 32 --json -t 2 | sed 's/.*"loss": \([0-9.e-]*\).*/\1/')
+awk -v a="$pe" -v b="$pv" 'BEGIN{d=a-b; if (d<0) d=-d; exit !(d < 1e-4)}' || fail "projection: eval $pe, finetune $pv"
+ref_check "$model" "$SHARED/golden/logits/stories260K.json" "$D/p/peft"
+"$WISP" export "$D/p/peft" --to peft -m "$model" -o "$D/prt" 2>/dev/null || fail "export --to peft (projection)"
+cmp "$D/p/peft/adapter_model.safetensors" "$D/prt/adapter_model.safetensors" || fail "projection round trip differs"
+cmp "$D/p/peft/adapter_config.json" "$D/prt/adapter_config.json" || fail "projection config round trip differs"
+"$WISP" finetune "${proj[@]}" --checkpoint-every 2 --stop-after 2 -o "$D/pr" || fail "--stop-after (projection)"
+"$WISP" finetune --resume "$D/pr" -t 3 -q || fail "resume (projection)"
+cmp "$D/p/peft/adapter_model.safetensors" "$D/pr/peft/adapter_model.safetensors" || fail "resumed projection differs"
+pb=$("$WISP" plan -m "$model" --train --method prefix --num-virtual-tokens 4 --prefix-projection --encoder-hidden-size 16 \
+     --ctx 32 --batch 2 -t 2 --json | grep -o '"total_bytes": [0-9]*' | grep -o '[0-9]*')
+psmall=(-m "$model" --data "$D/train.txt" --val-split 0.1 --ctx 32 --batch 2 --steps 1 -q -t 2 --method prefix
+        --num-virtual-tokens 4 --prefix-projection --encoder-hidden-size 16)
+"$WISP" finetune "${psmall[@]}" --arena "$pb" -o "$D/pc" || fail "projection in its planned arena ($pb)"
+out=$("$WISP" finetune "${psmall[@]}" --arena $((pb - 1)) -o "$D/pe" 2>&1) && fail "one byte less trained (projection)"
+case "$out" in *"1 bytes short"*) ;; *) fail "unclear error for a short arena: $out" ;; esac
+echo "prefix projection validation loss $(awk -F, 'NR==2{print $6}' "$D/p/log.csv") -> $pv; planned arena $pb bytes"
+ok
+
 # stopped after 2 steps and resumed with another thread count: the same bytes
 "$WISP" finetune "${common[@]}" --checkpoint-every 3 --stop-after 2 -o "$D/b" || fail "--stop-after"
 "$WISP" finetune --resume "$D/b" -t 3 -q || fail "resume"
@@ -137,12 +169,14 @@ case "$out" in *"1 bytes short"*) ;; *) fail "unclear error for a short arena: $
 echo "planned arena: prefix tuning $bytes bytes"
 ok
 
-# LoRA settings, the TEXT init and PEFT's reparameterization MLP are refused by name
+# LoRA settings do not apply, nor the projection's to other methods
 out=$("$WISP" finetune "${small[@]}" --rank 4 -o "$D/g" 2>&1) && fail "--rank accepted for prefix tuning"
 case "$out" in *"LoRA settings"*) ;; *) fail "unclear refusal: $out" ;; esac
 expect_fail "$WISP" finetune "${small[@]}" --lora-dropout 0.1 -o "$D/g"
-out=$("$WISP" finetune "${small[@]}" --prefix-projection -o "$D/g" 2>&1) && fail "--prefix-projection accepted"
-case "$out" in *"--prefix-projection"*"not implemented"*) ;; *) fail "unclear refusal: $out" ;; esac
+out=$("$WISP" finetune -m "$model" --data "$D/train.txt" --method prompt --prefix-projection --steps 1 -o "$D/g" 2>&1) &&
+    fail "--prefix-projection accepted for prompt tuning"
+case "$out" in *"belong to --method prefix"*) ;; *) fail "unclear refusal: $out" ;; esac
+expect_fail "$WISP" finetune "${small[@]}" --encoder-hidden-size 8 -o "$D/g" 
 out=$("$WISP" plan -m "$model" --train --method prefix --c-header 2>&1) && fail "a C header for prefix tuning"
 case "$out" in *"prefix-tuning"*) ;; *) fail "unclear refusal: $out" ;; esac
 ok
