@@ -126,11 +126,13 @@ int cmd_export(int argc, char **argv) {
         cli_file_close(&bf);
         return CLI_FAIL;
     }
-    if (cli_prompt_is_adapter(pos[0])) { /* PEFT PROMPT_TUNING: virtual tokens, not a weight update */
+    if (cli_prompt_is_adapter(pos[0])) { /* PEFT PROMPT_TUNING or PREFIX_TUNING: virtual tokens, not a weight update */
         bool ok = false;
+        const char *kind = cli_prompt_method(pos[0]);
         if (to_gguf)
-            fprintf(stderr, "wisp export: %s is a prompt-tuning adapter: llama.cpp cannot load prompt tuning, and GGUF "
-                            "LoRA has no form for it (keep the PEFT folder; wisp run/eval --lora use it)\n", pos[0]);
+            fprintf(stderr, "wisp export: %s is a %s-tuning adapter: llama.cpp cannot load %s tuning, and GGUF "
+                            "LoRA has no form for it (keep the PEFT folder; wisp run/eval --lora use it)\n", pos[0], kind,
+                    kind);
         else
             ok = cli_prompt_copy(pos[0], &hp, base_model, out);
         cli_file_close(&bf);

@@ -108,11 +108,12 @@ static double validate(run *r, cli_dpo_metrics *m) {
 /* GGUF LoRA (llama.cpp's format) cannot carry DoRA's magnitudes: a DoRA
  * run's adapter is its PEFT folder alone. */
 static bool is_dora(const run *r) { return r->set.method && strcmp(r->set.method, "dora") == 0; }
-/* Nor can it (or llama.cpp) carry a prompt-tuning adapter: peft/ alone again. */
-static bool peft_only(const run *r) { return is_dora(r) || ft_method_is_prompt(&r->set); }
+/* Nor can it (or llama.cpp) carry a prompt- or prefix-tuning adapter: peft/ alone again. */
+static bool peft_only(const run *r) { return is_dora(r) || ft_method_is_virtual(&r->set); }
 static bool write_peft(run *r);
 
-/* peft/ of a prompt-tuning run (PEFT PROMPT_TUNING) */
+/* peft/ of a prompt-tuning run (PEFT PROMPT_TUNING) or a prefix-tuning run
+ * (PREFIX_TUNING: for grouped-query attention PEFT counts the kv heads) */
 static bool write_prompt(run *r) {
     char peft[4200];
     path_in(peft, sizeof peft, r->out, "peft");
@@ -121,11 +122,26 @@ static bool write_prompt(run *r) {
     a.rows = wisp_train_prompt(r->s.ctx, &a.n_virtual);
     a.dim = hp->dim, a.n_layers = hp->n_layers, a.n_heads = hp->n_heads, a.type = WISP_TYPE_F32;
     a.text_init = r->set.prompt_init_text != NULL, a.init_text = r->set.prompt_init_text;
-    return cli_prompt_write(&a, peft, true);
+    float *hf = NULL; /* a prefix in PEFT's order */
+    if (ft_method_is_prefix(&r->set)) {
+        a.prefix = true, a.n_heads = hp->n_kv_heads, a.dim = hp->n_kv_heads * hp->head_dim;
+        a.prefix_projection = r->set.prefix_projection; /* the rows are the MLP's output: the final prefix */
+        a.encoder_hidden_size = r->set.encoder_hidden_size ? r->set.encoder_hidden_size : a.dim; /* PEFT's default */
+        hf = malloc(sizeof(float) * (size_t)a.n_virtual * wisp_prompt_width(&a));
+        if (!hf) {
+            fprintf(stderr, "wisp finetune: out of memory\n");
+            return false;
+        }
+        wisp_prefix_to_peft(a.rows, hp, a.n_virtual, hf);
+        a.rows = hf;
+    }
+    bool ok = cli_prompt_write(&a, peft, true);
+    free(hf);
+    return ok;
 }
 
 static bool write_adapter(run *r) {
-    if (ft_method_is_prompt(&r->set)) return write_prompt(r);
+    if (ft_method_is_virtual(&r->set)) return write_prompt(r);
     if (is_dora(r)) return write_peft(r);
     char path[4200];
     path_in(path, sizeof path, r->out, "adapter.gguf");
@@ -165,8 +181,8 @@ static bool write_logs(run *r) {
     path_in(csv, sizeof csv, r->out, "log.csv");
     path_in(svg, sizeof svg, r->out, "loss.svg");
     const char *base = strrchr(r->set.model, '/'), *data = strrchr(r->set.data, '/');
-    if (ft_method_is_prompt(&r->set))
-        snprintf(title, sizeof title, "prompt tuning, %d virtual tokens, on %s: %s", r->set.num_virtual_tokens,
+    if (ft_method_is_virtual(&r->set))
+        snprintf(title, sizeof title, "%s tuning, %d virtual tokens, on %s: %s", r->set.method, r->set.num_virtual_tokens,
                  base ? base + 1 : r->set.model, data ? data + 1 : r->set.data);
     else
         snprintf(title, sizeof title, "%s r%d on %s: %s", r->dpo ? "DPO LoRA" : "LoRA", r->set.rank,
@@ -276,7 +292,8 @@ static bool train(run *r) {
         cli_log_add(&r->log, &base);
         if (!r->quiet)
             fprintf(stderr, "validation loss before training (%s): %.4f\n",
-                    ft_method_is_prompt(&r->set) ? "the base model after the initial prompt" : "the base model", base.val_loss);
+                    ft_method_is_virtual(&r->set) ? "the base model after the initial prompt or prefix" : "the base model",
+                    base.val_loss);
     }
     while (wisp_train_steps(r->s.ctx) < r->total_steps) {
         double loss_sum = 0;
@@ -526,10 +543,16 @@ int cmd_finetune(int argc, char **argv) {
          "template for {\"messages\"} records: chatml, llama3, gemma, phi3, phi4, zephyr, mistral or a Jinja file "
          "(default: the model's)"},
         {"output", 'o', OPT_STR, &r.out, "OUTDIR", "folder for the adapter, config.json, log.csv, loss.svg, checkpoints"},
-        {"method", 0, OPT_STR, &set->method, "lora|rslora|dora|prompt|dpo",
+        {"method", 0, OPT_STR, &set->method, "lora|rslora|dora|prompt|prefix|dpo",
          "lora; rslora (alpha / sqrt(rank)); dora (a trained magnitude per output row, PEFT use_dora); prompt: learned "
-         "virtual tokens before the input (PEFT PROMPT_TUNING); dpo: preference pairs, trl's DPO loss (prefix: not yet)"},
-        {"num-virtual-tokens", 0, OPT_INT, &set->num_virtual_tokens, "N", "(prompt) learned embeddings before every input"},
+         "virtual tokens before the input (PEFT PROMPT_TUNING); prefix: learned keys and values every layer attends to "
+         "first (PEFT PREFIX_TUNING, P-tuning v2); dpo: preference pairs, trl's DPO loss"},
+        {"num-virtual-tokens", 0, OPT_INT, &set->num_virtual_tokens, "N",
+         "(prompt) learned embeddings before every input; (prefix) learned key/value positions of every layer"},
+        {"prefix-projection", 0, OPT_FLAG, &set->prefix_projection, NULL,
+         "(prefix) train through PEFT's reparameterization W2 tanh(W1 e + b1) + b2 (exported as the final prefix)"},
+        {"encoder-hidden-size", 0, OPT_INT, &set->encoder_hidden_size, "H",
+         "(prefix --prefix-projection) width of that MLP; default token_dim (kv heads x head_dim)"},
         {"prompt-init-text", 0, OPT_STR, &set->prompt_init_text, "TEXT",
          "(prompt) start from the embeddings of TEXT's tokens, repeated or cut to N (PEFT's TEXT init); default random"},
         {"beta", 0, OPT_FLOAT, &set->beta, "B", "(dpo) strength of the pull towards the base model (trl's beta)"},
@@ -587,7 +610,10 @@ int cmd_finetune(int argc, char **argv) {
         "DoRA magnitudes): peft/ is the adapter (use_dora, lora_magnitude_vector). --method prompt trains only\n"
         "--num-virtual-tokens input embeddings put before every sequence (the base and its tokens untouched);\n"
         "peft/ holds them (PROMPT_TUNING, prompt_embeddings), llama.cpp cannot load them; wisp run/chat/eval\n"
-        "--lora OUTDIR/peft use them.\n"
+        "--lora OUTDIR/peft use them. --method prefix trains --num-virtual-tokens keys and values per layer\n"
+        "(the text after them; peft/: PREFIX_TUNING, prompt_embeddings [N, layers x 2 x kv_heads x head_dim]),\n"
+        "which llama.cpp cannot load either; models with sliding-window layers are refused. --prefix-projection\n"
+        "trains it through PEFT's MLP (prefix_projection) and exports its output, as PEFT saves it.\n"
         "Example: wisp finetune -m stories260K.gguf --data tinyshakespeare.txt --val-split 0.1 --ctx 128 \\\n"
         "           --rank 8 --steps 500 --eval-every 50 -o shakespeare-lora",
         opts, (int)(sizeof opts / sizeof opts[0]), 0, 0, NULL};

@@ -68,8 +68,8 @@ int cmd_merge(int argc, char **argv) {
         char path[4096];
         float unused;
         if (cli_lora_parse_spec(loras.items[i], path, sizeof path, &unused) && cli_prompt_is_adapter(path)) {
-            fprintf(stderr, "wisp merge: %s: a prompt-tuning adapter cannot be merged into the weights (it is virtual "
-                            "tokens before the input; use it with run/eval --lora)\n", loras.items[i]);
+            fprintf(stderr, "wisp merge: %s: a %s-tuning adapter cannot be merged into the weights (it is virtual "
+                            "tokens before the input; use it with run/eval --lora)\n", loras.items[i], cli_prompt_method(path));
             ok = false;
             break;
         }

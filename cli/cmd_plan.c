@@ -104,10 +104,12 @@ int cmd_plan(int argc, char **argv) {
     const cli_opt opts[] = {
         CLI_MODEL_OPTS(&mo),
         {"train", 0, OPT_FLAG, &train, NULL, "plan LoRA fine-tuning: --ctx and --batch are then its sequence length and micro-batch"},
-        {"method", 0, OPT_STR, &ts.method, "lora|rslora|dora|prompt|dpo",
+        {"method", 0, OPT_STR, &ts.method, "lora|rslora|dora|prompt|prefix|dpo",
          "(--train) as wisp finetune --method (dora adds magnitudes, norms and a scratch; prompt: virtual tokens "
-         "only; dpo: --batch pairs)"},
-        {"num-virtual-tokens", 0, OPT_INT, &ts.num_virtual_tokens, "N", "(--train --method prompt) virtual tokens"},
+         "only; prefix: their keys and values per layer; dpo: --batch pairs)"},
+        {"num-virtual-tokens", 0, OPT_INT, &ts.num_virtual_tokens, "N", "(--train --method prompt|prefix) virtual tokens"},
+        {"prefix-projection", 0, OPT_FLAG, &ts.prefix_projection, NULL, "(--train --method prefix) with PEFT's MLP"},
+        {"encoder-hidden-size", 0, OPT_INT, &ts.encoder_hidden_size, "H", "(--prefix-projection) its width"},
         {"rank", 'r', OPT_INT, &ts.rank, "R", "(--train) LoRA rank"},
         {"targets", 0, OPT_STR, &ts.targets, "LIST", "(--train) projections to adapt: all, or e.g. attn_q,attn_v"},
         {"optimizer", 0, OPT_STR, &ts.optimizer, "adamw|sgd", "(--train) AdamW keeps two moments, SGD one"},
@@ -166,7 +168,7 @@ int cmd_plan(int argc, char **argv) {
         }
         if (c_header && (cfg.train.dora || cfg.train.virtual_tokens)) { /* the firmware's trainer is LoRA: a header would mislead it */
             fprintf(stderr, "wisp plan: --c-header does not describe %s training (the firmware trains LoRA)\n",
-                    cfg.train.dora ? "DoRA" : "prompt-tuning");
+                    cfg.train.dora ? "DoRA" : cfg.train.prefix ? "prefix-tuning" : "prompt-tuning");
             cli_file_close(&f);
             return CLI_USAGE;
         }

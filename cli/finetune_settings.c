@@ -45,6 +45,7 @@ static const setting table[] = {
     NEW("loss_scale_hysteresis", K_INT, loss_scale_hysteresis), NEW("min_loss_scale", K_FLOAT, min_loss_scale),
     NEW("num_virtual_tokens", K_INT, num_virtual_tokens), NEW("prompt_init_text", K_STR, prompt_init_text),
     NEW("packing", K_BOOL, packing),    NEW("chat_template", K_STR, chat_template),
+    NEW("prefix_projection", K_BOOL, prefix_projection), NEW("encoder_hidden_size", K_INT, encoder_hidden_size),
 };
 #undef F
 #undef NEW
@@ -89,22 +90,25 @@ typedef struct ft_method {
     bool rslora;       /* scale alpha / sqrt(rank) */
     bool dora;         /* a learned magnitude per output row times the direction of W + BA */
     bool prompt;       /* prompt tuning: learned input embeddings, no LoRA pairs */
+    bool prefix;       /* prefix tuning: learned keys and values of every layer, no LoRA pairs */
     int32_t objective; /* wisp_train_objective */
     int32_t seqs_per_example; /* sequences a --batch example contributes to the micro-batch */
 } ft_method;
 
 static const ft_method methods[] = {
-    {"lora", true, false, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"rslora", true, true, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"dora", true, false, true, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"prompt", true, false, false, true, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"prefix", false, false, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
-    {"dpo", true, false, false, false, WISP_OBJECTIVE_DPO, 2}, /* a chosen and a rejected answer per pair */
+    {"lora", true, false, false, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"rslora", true, true, false, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"dora", true, false, true, false, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"prompt", true, false, false, true, false, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"prefix", true, false, false, false, true, WISP_OBJECTIVE_CAUSAL_LM, 1},
+    {"dpo", true, false, false, false, false, WISP_OBJECTIVE_DPO, 2}, /* a chosen and a rejected answer per pair */
 };
 #define N_METHODS (sizeof methods / sizeof methods[0])
 
 bool ft_method_is_dpo(const ft_settings *s) { return s->method && strcmp(s->method, "dpo") == 0; }
 bool ft_method_is_prompt(const ft_settings *s) { return s->method && strcmp(s->method, "prompt") == 0; }
+bool ft_method_is_prefix(const ft_settings *s) { return s->method && strcmp(s->method, "prefix") == 0; }
+bool ft_method_is_virtual(const ft_settings *s) { return ft_method_is_prompt(s) || ft_method_is_prefix(s); }
 
 bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
     static const char *const schedules[] = {"constant", "cosine", "linear", "1cycle"};
@@ -136,19 +140,38 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
                         "attn_output, ffn_gate, ffn_up, ffn_down (or q_proj ... down_proj)\n", s->targets);
         return false;
     }
-    if (!m->prompt && (s->prompt_init_text || s->num_virtual_tokens != 8)) {
-        fprintf(stderr, "wisp finetune: --num-virtual-tokens and --prompt-init-text belong to --method prompt\n");
+    bool virt = m->prompt || m->prefix; /* the methods of learned virtual positions */
+    if (!virt && (s->prompt_init_text || s->num_virtual_tokens != 8)) {
+        fprintf(stderr, "wisp finetune: --num-virtual-tokens and --prompt-init-text belong to --method prompt "
+                        "(--num-virtual-tokens also to --method prefix)\n");
         return false;
     }
-    if (m->prompt && (s->num_virtual_tokens < 1 || s->num_virtual_tokens > 4096)) {
+    if (m->prefix && s->prompt_init_text) {
+        fprintf(stderr, "wisp finetune: --prompt-init-text belongs to --method prompt (PEFT's prefix tuning has no "
+                        "text init)\n");
+        return false;
+    }
+    if (!m->prefix && (s->prefix_projection || s->encoder_hidden_size)) {
+        fprintf(stderr, "wisp finetune: --prefix-projection and --encoder-hidden-size belong to --method prefix\n");
+        return false;
+    }
+    if (s->encoder_hidden_size && !s->prefix_projection) {
+        fprintf(stderr, "wisp finetune: --encoder-hidden-size is the width of --prefix-projection's MLP\n");
+        return false;
+    }
+    if (s->encoder_hidden_size < 0 || s->encoder_hidden_size > 65536) {
+        fprintf(stderr, "wisp finetune: --encoder-hidden-size must be in 1..65536\n");
+        return false;
+    }
+    if (virt && (s->num_virtual_tokens < 1 || s->num_virtual_tokens > 4096)) {
         fprintf(stderr, "wisp finetune: --num-virtual-tokens must be in 1..4096\n");
         return false;
     }
     /* alpha: 0 as given, or its resolved default 2 x rank as a saved run's config.json holds it */
     bool alpha_set = s->alpha != 0 && s->alpha != 2.0f * (float)s->rank;
-    if (m->prompt && (s->dropout > 0 || s->rslora || strcmp(s->targets, "all") != 0 || s->rank != 8 || alpha_set)) {
+    if (virt && (s->dropout > 0 || s->rslora || strcmp(s->targets, "all") != 0 || s->rank != 8 || alpha_set)) {
         fprintf(stderr, "wisp finetune: --rank, --alpha, --lora-dropout, --rslora and --targets are LoRA settings; "
-                        "--method prompt trains only the virtual tokens\n");
+                        "--method %s trains only the virtual tokens\n", m->name);
         return false;
     }
     if (s->ctx < 1 || s->batch < 1 || s->accum < 1 || s->rank < 1) {
@@ -161,7 +184,8 @@ bool ft_settings_to_config(const ft_settings *s, wisp_train_config *c) {
     }
     c->seq_len = s->ctx, c->micro_batch = s->batch * m->seqs_per_example, c->rank = s->rank, c->alpha = s->alpha;
     c->rslora = s->rslora || m->rslora, c->dora = m->dora;
-    c->virtual_tokens = m->prompt ? s->num_virtual_tokens : 0;
+    c->virtual_tokens = virt ? s->num_virtual_tokens : 0, c->prefix = m->prefix;
+    c->prefix_projection = s->prefix_projection, c->encoder_hidden_size = s->encoder_hidden_size;
     c->objective = m->objective, c->dpo_beta = s->beta, c->dpo_label_smoothing = s->label_smoothing;
     c->dpo_loss = loss_ids[lt];
     c->loss_scale_hysteresis = s->loss_scale_hysteresis, c->min_loss_scale = s->min_loss_scale;

@@ -12,10 +12,12 @@
 
 typedef struct ft_settings {
     const char *model, *data, *val, *format, *docs, *targets, *schedule, *optimizer, *act_dtype;
-    const char *method, *loss_type; /* --method (lora, rslora, dora, dpo; prompt and prefix refused by name); DPO's --loss-type (sigmoid, ipo) */
+    const char *method, *loss_type; /* --method (lora, rslora, dora, prompt, prefix, dpo); DPO's --loss-type (sigmoid, ipo) */
     float beta, label_smoothing;    /* DPO */
     float min_loss_scale;           /* F16: the floor of the dynamic loss scale */
-    int32_t num_virtual_tokens;     /* --method prompt: learned embeddings prepended to every sequence */
+    int32_t num_virtual_tokens;     /* --method prompt: learned embeddings prepended to every sequence; prefix: positions of keys and values */
+    bool prefix_projection;         /* --prefix-projection: train through PEFT's reparameterization MLP */
+    int32_t encoder_hidden_size;    /* --encoder-hidden-size: its width; 0: token_dim (PEFT's default) */
     const char *prompt_init_text;   /* --method prompt: PEFT's TEXT init from this text (NULL: RANDOM) */
     int32_t loss_scale_hysteresis;  /* F16: overflows tolerated before the scale halves */
     float val_split, alpha, lr, clip, dropout, weight_decay, momentum, beta1, beta2, eps, min_lr_ratio, epochs;
@@ -33,6 +35,10 @@ void ft_settings_default(ft_settings *s);
 
 /* --method prompt: prompt tuning (PEFT PROMPT_TUNING), no LoRA pairs. */
 bool ft_method_is_prompt(const ft_settings *s);
+/* --method prefix: prefix tuning (PEFT PREFIX_TUNING), no LoRA pairs. */
+bool ft_method_is_prefix(const ft_settings *s);
+/* Either: the run's adapter is virtual positions (peft/ alone, no GGUF). */
+bool ft_method_is_virtual(const ft_settings *s);
 /* --method dpo: pairs of answers, trained with trl's DPO loss. */
 bool ft_method_is_dpo(const ft_settings *s);
 

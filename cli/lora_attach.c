@@ -29,12 +29,13 @@ bool cli_adapters_load(cli_adapters *a, const cli_str_list *specs, float default
         if (cli_prompt_is_adapter(path)) {
             if (explicit_scale || a->prompt) {
                 fprintf(stderr, "wisp: --lora %s: %s\n", specs->items[i],
-                        a->prompt ? "only one prompt-tuning adapter can lead the context"
-                                  : "a prompt-tuning adapter has no scale (it is virtual tokens, not a weight update)");
+                        a->prompt ? "only one prompt- or prefix-tuning adapter can lead the context"
+                                  : "a prompt- or prefix-tuning adapter has no scale (it is virtual tokens, not a "
+                                    "weight update)");
                 ok = false;
                 break;
             }
-            ok = cli_prompt_read(path, &hp, &a->prompt, &a->n_prompt);
+            ok = cli_prompt_read(path, &hp, &a->prompt, &a->n_prompt, &a->prompt_prefix);
             continue;
         }
         ok = cli_lora_load(&a->items[a->n], specs->items[i], &hp);
@@ -69,7 +70,7 @@ bool cli_adapters_rewind(const cli_adapters *a, wisp_ctx *ctx) {
     wisp_rewind(ctx, a->n_prompt);
     if (wisp_n_past(ctx) == a->n_prompt) return true;
     wisp_rewind(ctx, 0); /* the ring dropped some of them: put them back */
-    return cli_prompt_prime(ctx, a->prompt, a->n_prompt);
+    return cli_prompt_prime(ctx, a->prompt, a->n_prompt, a->prompt_prefix);
 }
 
 void cli_adapters_close(cli_adapters *a) {
@@ -90,7 +91,8 @@ bool cli_adapted_session_open(cli_session *s, cli_adapters *a, const cli_str_lis
         cli_adapters_close(a);
         return false;
     }
-    if (!cli_adapters_attach(a, s->ctx) || (a->n_prompt > 0 && !cli_prompt_prime(s->ctx, a->prompt, a->n_prompt))) {
+    if (!cli_adapters_attach(a, s->ctx) ||
+        (a->n_prompt > 0 && !cli_prompt_prime(s->ctx, a->prompt, a->n_prompt, a->prompt_prefix))) {
         cli_session_close(s);
         cli_adapters_close(a);
         return false;

@@ -18,15 +18,18 @@ typedef struct cli_adapters {
     int n;
     /* a prompt-tuning adapter (PEFT PROMPT_TUNING folder; at most one): its
      * virtual tokens, which cli_adapted_session_open puts at the context's
-     * first n_prompt positions (keep them: rewind to n_prompt, not 0) */
+     * first n_prompt positions (keep them: rewind to n_prompt, not 0); or,
+     * prompt_prefix set, a prefix-tuning adapter (PREFIX_TUNING): its keys
+     * and values, put into the KV cache at those positions */
     float *prompt;
     int32_t n_prompt;
+    bool prompt_prefix;
 } cli_adapters;
 
 #define CLI_LORA_OPTS(list, scale)                                                                                    \
     {"lora", 0, OPT_STR_LIST, list, "FILE[:SCALE]",                                                                 \
-     "apply a LoRA adapter (GGUF LoRA or PEFT folder; a PEFT prompt-tuning folder puts its virtual tokens "         \
-     "first); repeatable"},                                                                                         \
+     "apply a LoRA adapter (GGUF LoRA or PEFT folder; a PEFT prompt- or prefix-tuning folder puts its virtual "    \
+     "tokens first); repeatable"},                                                                                  \
     {"lora-scale", 0, OPT_FLOAT, scale, "S", "scale of each --lora given without :SCALE"}
 
 /* Load the adapters of `specs` for the model at model_path; prints and

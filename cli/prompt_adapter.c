@@ -31,21 +31,30 @@ bool cli_prompt_write(const wisp_prompt_adapter *a, const char *dir, bool quiet)
         return false;
     }
     ok = cli_peft_folder_write(dir, cfg, len, write_prompt_tensors, (void *)(uintptr_t)a);
-    if (ok && !quiet) fprintf(stderr, "wrote %s: PEFT prompt-tuning adapter, %d virtual tokens\n", dir, a->n_virtual);
+    if (ok && !quiet)
+        fprintf(stderr, "wrote %s: PEFT %s-tuning adapter, %d virtual tokens\n", dir, a->prefix ? "prefix" : "prompt",
+                a->n_virtual);
     free(cfg);
     return ok;
 }
 
-bool cli_prompt_is_adapter(const char *dir) {
+/* Which of the two DIR's adapter_config.json names: 1 prompt, 2 prefix, 0 neither. */
+static int method_of(const char *dir) {
     char cfg_path[4200];
     snprintf(cfg_path, sizeof cfg_path, "%s/adapter_config.json", dir);
     cli_file f;
     struct stat st;
-    if (stat(cfg_path, &st) != 0 || !cli_file_open(&f, cfg_path)) return false;
-    bool yes = wisp_prompt_config_is_prompt((const char *)f.data, f.size);
+    if (stat(cfg_path, &st) != 0 || !cli_file_open(&f, cfg_path)) return 0;
+    int kind = wisp_prompt_config_is_prompt((const char *)f.data, f.size)   ? 1
+               : wisp_prompt_config_is_prefix((const char *)f.data, f.size) ? 2
+                                                                             : 0;
     cli_file_close(&f);
-    return yes;
+    return kind;
 }
+
+bool cli_prompt_is_adapter(const char *dir) { return method_of(dir) != 0; }
+bool cli_prompt_is_prefix(const char *dir) { return method_of(dir) == 2; }
+const char *cli_prompt_method(const char *dir) { return cli_prompt_is_prefix(dir) ? "prefix" : "prompt"; }
 
 /* Both files of DIR, mapped and parsed (close with opened_close). */
 typedef struct opened {
@@ -86,13 +95,13 @@ static void opened_close(opened *o) {
     cli_file_close(&o->st);
 }
 
-bool cli_prompt_read(const char *dir, const wisp_hparams *hp, float **rows, int32_t *n_virtual) {
+bool cli_prompt_read(const char *dir, const wisp_hparams *hp, float **rows, int32_t *n_virtual, bool *prefix) {
     opened o;
     if (!opened_open(&o, dir, hp)) return false;
-    size_t n = (size_t)o.a.n_virtual * (size_t)o.a.dim;
+    size_t n = (size_t)o.a.n_virtual * wisp_prompt_width(&o.a);
     *rows = malloc(sizeof(float) * n);
-    for (size_t i = 0; *rows && i < n; i++) (*rows)[i] = wisp_prompt_value(&o.a, i);
-    if (*rows) *n_virtual = o.a.n_virtual;
+    for (size_t i = 0; *rows && i < n; i++) (*rows)[i] = wisp_prompt_engine_value(&o.a, hp->arch, i);
+    if (*rows) *n_virtual = o.a.n_virtual, *prefix = o.a.prefix;
     else fprintf(stderr, "wisp: out of memory\n");
     opened_close(&o);
     return *rows != NULL;
@@ -107,10 +116,10 @@ bool cli_prompt_copy(const char *dir, const wisp_hparams *hp, const char *base_m
     return ok;
 }
 
-bool cli_prompt_prime(wisp_ctx *ctx, const float *rows, int32_t n_virtual) {
+bool cli_prompt_prime(wisp_ctx *ctx, const float *rows, int32_t n_virtual, bool prefix) {
     wisp_error err = {0};
-    if (wisp_eval_embeddings(ctx, rows, n_virtual, &err)) {
-        cli_report("prompt-tuning adapter", &err);
+    if (prefix ? wisp_eval_kv_prefix(ctx, rows, n_virtual, &err) : wisp_eval_embeddings(ctx, rows, n_virtual, &err)) {
+        cli_report(prefix ? "prefix-tuning adapter" : "prompt-tuning adapter", &err);
         return false;
     }
     return true;

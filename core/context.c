@@ -309,6 +309,40 @@ wisp_status wisp_eval_embeddings(wisp_ctx *ctx, const float *rows, int32_t n, wi
     return WISP_OK;
 }
 
+wisp_status wisp_eval_kv_prefix(wisp_ctx *ctx, const float *rows, int32_t n, wisp_error *err) {
+    const wisp_hparams *hp = &ctx->model.hp;
+    if (n <= 0 || !rows) return wisp_fail(err, WISP_ERR_ARG, "no prefix to put in the cache");
+    if (hp->window > 0)
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "prefix tuning of a model with sliding-window layers is not implemented");
+    if (n > ctx->cfg.n_ctx - ctx->n_past)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "context full: %d cached + %d prefix positions exceed n_ctx %d",
+                         ctx->n_past, n, ctx->cfg.n_ctx);
+    const size_t hd = (size_t)hp->head_dim, kv = (size_t)hp->n_kv_heads * hd, width = 2 * (size_t)hp->n_layers * kv;
+    for (size_t i = 0; i < (size_t)n * width; i++)
+        if (!isfinite(rows[i]))
+            return wisp_fail(err, WISP_ERR_NUMERIC, "prefix row %zu, element %zu is not finite", i / width, i % width);
+    const size_t elem = ctx->kv_elem_bytes, n_ctx = (size_t)ctx->cfg.n_ctx;
+    for (int32_t l = 0; l < hp->n_layers; l++) {
+        size_t layer_off = wisp_ctx_kv_layer_offset(ctx, l);
+        for (int32_t i = 0; i < n; i++)
+            for (int32_t h = 0; h < hp->n_kv_heads; h++) {
+                const float *k = rows + (size_t)i * width + 2 * (size_t)l * kv + (size_t)h * hd, *v = k + kv;
+                size_t off = layer_off + ((size_t)h * n_ctx + (size_t)(ctx->n_past + i)) * hd * elem;
+                uint8_t *kd = (uint8_t *)ctx->k_cache + off, *vd = (uint8_t *)ctx->v_cache + off;
+                if (elem == 2) {
+                    ctx->exec.k.f32_to_f16(k, (uint16_t *)(void *)kd, (int64_t)hd);
+                    ctx->exec.k.f32_to_f16(v, (uint16_t *)(void *)vd, (int64_t)hd);
+                } else {
+                    memcpy(kd, k, hd * sizeof(float));
+                    memcpy(vd, v, hd * sizeof(float));
+                }
+            }
+    }
+    ctx->n_past += n;
+    ctx->last_step = 0;
+    return WISP_OK;
+}
+
 const float *wisp_logits(const wisp_ctx *ctx, int32_t i) {
     if (ctx->last_step == 0 || ctx->cfg.hidden_states) return NULL;
     if (i < 0) i = ctx->last_step - 1;

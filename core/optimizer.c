@@ -60,10 +60,10 @@ static double squared_norm(const wisp_train *tr, float factor) {
             for (int32_t i = 0; i < p->n_out; i++) s += (double)(p->magnitude[i] * factor) * (p->magnitude[i] * factor);
         total += s;
     }
-    if (tr->n_virtual > 0) { /* prompt tuning: the prompt's rows, in order */
+    if (tr->n_virtual > 0) { /* prompt or prefix tuning: what is trained behind the rows, in order */
         double s = 0;
-        for (size_t i = 0; i < (size_t)tr->n_virtual * (size_t)tr->D; i++)
-            s += (double)(tr->prompt_grad[i] * factor) * (tr->prompt_grad[i] * factor);
+        for (size_t i = 0; i < tr->n_virtual_params; i++)
+            s += (double)(tr->virtual_grad[i] * factor) * (tr->virtual_grad[i] * factor);
         total += s;
     }
     return total;

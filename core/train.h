@@ -50,6 +50,22 @@ typedef struct wisp_train {
      * params; prompt_grad the whole of grad), the tokens fill the rest */
     int32_t n_virtual;
     float *prompt, *prompt_grad;
+    /* prefix tuning (cfg.prefix): `prompt` is [n_virtual][L][2][KVH][hd] instead,
+     * every layer's keys (after RoPE: used as they are) and values at the
+     * virtual positions, which replace what the layer computes there */
+    bool prefix;
+    int32_t prompt_width;  /* floats per virtual token: D, or 2 x L x KV with prefix */
+    /* the trained values behind the prompt, in params (and grad): the prompt
+     * itself, or with PEFT's reparameterization (cfg.prefix_projection) the
+     * embeddings e [n_virtual][KV], W1 [hidden][KV], b1 [hidden],
+     * W2 [prompt_width][hidden], b2 [prompt_width]; `prompt` is then the MLP's
+     * output, recomputed whenever they change (wisp_train_prefix_project),
+     * `prompt_grad` the gradient reaching it in the current micro-step, and
+     * proj_h [n_virtual][hidden] the tanh outputs, proj_dh their gradient */
+    float *virtual_params, *virtual_grad;
+    size_t n_virtual_params;
+    int32_t proj_hidden;   /* 0: no reparameterization */
+    float *proj_h, *proj_dh;
     int32_t loss_chunk;
     float scale;           /* alpha / rank (or alpha / sqrt(rank)) */
     size_t act_elem;       /* bytes of a saved activation element */
@@ -192,6 +208,20 @@ void wisp_train_dora_norms(wisp_train *tr);
  * Returns dy untouched when the pair is plain LoRA. */
 const float *wisp_train_dora_backward(wisp_train *tr, int32_t layer, int proj, const float *x, const float *h,
                                       const float *dy, float *out);
+
+/* ---- train_prefix.c: prefix tuning ---- */
+/* Put the prefix's keys and values of layer l into tr->k and tr->v (token
+ * major, after RoPE) at every sequence's virtual positions. */
+void wisp_train_prefix_forward(wisp_train *tr, int32_t l);
+/* Add the gradient of those keys and values (tr->k, tr->v hold dK, dV) to
+ * the prefix's, and zero it there: it reaches nothing below. */
+void wisp_train_prefix_backward(wisp_train *tr, int32_t l);
+/* With PEFT's reparameterization (proj_hidden > 0): recompute the prefix
+ * from its MLP (after any change of the parameters), and turn the gradient
+ * reaching the prefix in a micro-step into the MLP's (added to virtual_grad).
+ * Both do nothing without it. */
+void wisp_train_prefix_project(wisp_train *tr);
+void wisp_train_prefix_project_backward(wisp_train *tr);
 
 /* ---- attention_backward.c ---- */
 /* dq (token-major) and dkh/dvh (per kv head) of causal attention for the

@@ -22,8 +22,9 @@ static const float *post_norm_back(wisp_train *tr, int32_t l, const train_views 
 void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) {
     const wisp_layer *W = &tr->model->layers[l];
     const int32_t *pair = tr->pair_of + (size_t)l * WISP_PROJ_COUNT, T = tr->T;
-    bool below = l > tr->lowest_layer || tr->n_virtual > 0; /* prompt tuning: down to the input embeddings */
-    bool need_attn = below || pair[WISP_PROJ_Q] >= 0 || pair[WISP_PROJ_K] >= 0 || pair[WISP_PROJ_V] >= 0 ||
+    /* prompt tuning: down to the input embeddings; prefix tuning: into every layer's attention */
+    bool below = l > tr->lowest_layer || (tr->n_virtual > 0 && !tr->prefix);
+    bool need_attn = below || tr->prefix || pair[WISP_PROJ_Q] >= 0 || pair[WISP_PROJ_K] >= 0 || pair[WISP_PROJ_V] >= 0 ||
                      pair[WISP_PROJ_O] >= 0;
     bool need_ffn_in = need_attn || pair[WISP_PROJ_GATE] >= 0 || pair[WISP_PROJ_UP] >= 0;
 
@@ -54,7 +55,7 @@ void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) 
     wisp_train_rmsnorm_backward(tr, tr->dx, v->xmid, W->ffn_norm, tr->dxn, T, true); /* + the residual's */
 
     /* ---- attention block: x_mid = x_in + W_o attention(rope(W_q xn), rope(W_k xn), W_v xn) ---- */
-    bool need_qkv = below || pair[WISP_PROJ_Q] >= 0 || pair[WISP_PROJ_K] >= 0 || pair[WISP_PROJ_V] >= 0;
+    bool need_qkv = below || tr->prefix || pair[WISP_PROJ_Q] >= 0 || pair[WISP_PROJ_K] >= 0 || pair[WISP_PROJ_V] >= 0;
     const float *d_o = post_norm_back(tr, l, v, WISP_PROJ_O, v->o, W->post_attn_norm, tr->dx);
     d_o = wisp_train_dora_backward(tr, l, WISP_PROJ_O, v->o, v->h[WISP_PROJ_O], d_o, NULL);
     if (need_qkv) wisp_train_matmul_t(tr, &W->proj[WISP_PROJ_O], d_o, T, tr->dout, false);
@@ -64,6 +65,10 @@ void wisp_train_backward_layer(wisp_train *tr, int32_t l, const train_views *v) 
     wisp_train_attention_backward(tr, v, tr->dout, wisp_train_layer_windowed(tr, l) ? tr->model->hp.window : 0);
     wisp_train_from_heads(tr, tr->dkh, tr->k);
     wisp_train_from_heads(tr, tr->dvh, tr->v);
+    if (tr->prefix) {
+        wisp_train_prefix_backward(tr, l);
+        if (!below) return; /* layer 0: no adapter wants the input's gradient */
+    }
     wisp_train_rmsnorm_rows(tr, tr->xn, v->xin, W->attn_norm, T);
     if (W->q_norm) { /* the head norms' inputs: recomputed (A x is rewritten with the same values) */
         wisp_train_project(tr, l, WISP_PROJ_Q, tr->xn, tr->qraw, v->h[WISP_PROJ_Q], W->bias_q);

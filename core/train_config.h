@@ -55,6 +55,13 @@ typedef struct wisp_train_config {
     /* ---- prompt tuning (PEFT PROMPT_TUNING) ---- */
     int32_t virtual_tokens; /* > 0: train only this many input embeddings prepended to every sequence
                              * (positions 0..n-1; the text starts at n), no LoRA pairs; 0: off */
+    /* ---- prefix tuning (PEFT PREFIX_TUNING, P-tuning v2) ---- */
+    bool prefix;            /* with virtual_tokens: the learned rows are every layer's keys and values at
+                             * positions 0..n-1 (PEFT's past_key_values, [n][n_layers][2][n_kv_heads][head_dim],
+                             * keys used as they are: no RoPE) instead of input embeddings */
+    bool prefix_projection; /* prefix: train through PEFT's reparameterization, prefix = W2 tanh(W1 e + b1) + b2
+                             * of N learned embeddings e [N][token_dim] (PrefixEncoder, prefix_projection) */
+    int32_t encoder_hidden_size; /* its hidden width; 0: token_dim (n_kv_heads x head_dim), PEFT's default */
 
     /* ---- LoRA ---- */
     float alpha;          /* 0: 2 x rank */

@@ -37,7 +37,9 @@ void wisp_train_embed(wisp_train *tr) {
     for (int32_t t = 0; t < tr->T; t++) {
         int32_t b = t / tr->S, s = t % tr->S;
         float *row = v.xin + (size_t)t * tr->D;
-        if (s < tr->n_virtual) /* prompt tuning: the learned rows come first (in the embedding's unscaled space) */
+        if (s < tr->n_virtual && tr->prefix) /* prefix tuning: an input nobody reads (train_prefix.c) */
+            memset(row, 0, (size_t)tr->D * sizeof(float));
+        else if (s < tr->n_virtual) /* prompt tuning: the learned rows come first (in the embedding's unscaled space) */
             memcpy(row, tr->prompt + (size_t)s * tr->D, (size_t)tr->D * sizeof(float));
         else
             wisp_embed_row(&tr->exec, &tr->model->tok_embd, tr->tokens[(size_t)b * tr->stride + s - tr->n_virtual], row);
@@ -113,6 +115,7 @@ void wisp_train_forward_layer(wisp_train *tr, int32_t l, const train_views *v, t
     wisp_train_project(tr, l, WISP_PROJ_K, tr->xn, tr->k, v->h[WISP_PROJ_K], W->bias_k);
     wisp_train_project(tr, l, WISP_PROJ_V, tr->xn, tr->v, v->h[WISP_PROJ_V], W->bias_v);
     wisp_train_qk_rope_rows(tr, l, v->q, tr->k);
+    if (tr->prefix) wisp_train_prefix_forward(tr, l);
     wisp_train_to_heads(tr, tr->k, v->kh);
     wisp_train_to_heads(tr, tr->v, v->vh);
     attention(tr, v, wisp_train_layer_windowed(tr, l) ? tr->model->hp.window : 0);

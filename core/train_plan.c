@@ -27,10 +27,22 @@ wisp_status wisp_train_resolve(const wisp_hparams *hp, wisp_config *cfg, wisp_er
         return bad(err, "(seq_len + virtual_tokens) x micro_batch must be at most 1048576 positions");
     if (c->rank == 0) c->rank = 8;
     if (c->rank < 1 || c->rank > 4096) return bad(err, "rank must be in 1..4096");
-    if (c->virtual_tokens > 0) { /* prompt tuning trains the prompt alone */
-        if (c->dora) return bad(err, "prompt tuning and DoRA do not combine (choose one method)");
-        if (c->dropout > 0) return bad(err, "LoRA dropout does not apply to prompt tuning (use dropout 0)");
-        if (c->objective != WISP_OBJECTIVE_CAUSAL_LM) return bad(err, "DPO with prompt tuning is not implemented");
+    if (c->prefix && c->virtual_tokens < 1) return bad(err, "prefix tuning needs virtual_tokens > 0");
+    if (c->virtual_tokens > 0) { /* prompt (or prefix) tuning trains the prompt alone */
+        const char *what = c->prefix ? "prefix tuning" : "prompt tuning";
+        if (c->dora) return wisp_fail(err, WISP_ERR_ARG, "training: %s and DoRA do not combine (choose one method)", what);
+        if (c->dropout > 0)
+            return wisp_fail(err, WISP_ERR_ARG, "training: LoRA dropout does not apply to %s (use dropout 0)", what);
+        if (c->objective != WISP_OBJECTIVE_CAUSAL_LM)
+            return wisp_fail(err, WISP_ERR_ARG, "training: DPO with %s is not implemented", what);
+        /* a windowed layer would drop the prefix from its ring (and HF's sliding-window masks differ per version) */
+        if (c->prefix && hp->window > 0)
+            return wisp_fail(err, WISP_ERR_UNSUPPORTED,
+                             "training: prefix tuning of a model with sliding-window layers is not implemented");
+        if (c->prefix_projection && !c->prefix) return bad(err, "prefix_projection belongs to prefix tuning");
+        if (c->prefix_projection && c->encoder_hidden_size == 0) c->encoder_hidden_size = hp->n_kv_heads * hp->head_dim;
+        if (c->prefix_projection && (c->encoder_hidden_size < 1 || c->encoder_hidden_size > 65536))
+            return bad(err, "encoder_hidden_size must be in 1..65536");
         c->targets = 0;
     } else if (c->targets == 0) {
         c->targets = WISP_TARGETS_ALL;
@@ -132,7 +144,13 @@ static size_t param_count(const wisp_hparams *hp, const wisp_train_config *c) {
         proj_shape(hp, p, &n_in, &n_out);
         per_layer += (size_t)c->rank * ((size_t)n_in + (size_t)n_out) + (c->dora ? (size_t)n_out : 0);
     }
-    return mul(per_layer, (size_t)hp->n_layers) + (size_t)c->virtual_tokens * (size_t)hp->dim;
+    size_t kv = (size_t)hp->n_kv_heads * (size_t)hp->head_dim, width = 2 * (size_t)hp->n_layers * kv;
+    size_t per_virtual = c->prefix ? width : (size_t)hp->dim, virt = (size_t)c->virtual_tokens * per_virtual;
+    if (c->prefix_projection) { /* e, W1, b1, W2, b2 (the prefix itself is scratch) */
+        size_t h = (size_t)c->encoder_hidden_size;
+        virt = (size_t)c->virtual_tokens * kv + h * kv + h + mul(width, h) + width;
+    }
+    return mul(per_layer, (size_t)hp->n_layers) + virt;
 }
 
 /* Widest backward tile (columns) over the model's weights. */
@@ -236,6 +254,13 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
         w.dora_z = take(c, T * max_out, f, P);
         w.dora_row = take(c, (size_t)cfg->threads.n_threads * max_in, f, P);
     }
+    if (tc->prefix_projection) { /* the MLP's output and the gradient reaching it; its hidden layer both ways */
+        size_t N = (size_t)tc->virtual_tokens, width = 2 * L * KV;
+        w.prompt = take(c, N * width, f, P);
+        w.prompt_grad = take(c, N * width, f, P);
+        w.proj_h = take(c, N * (size_t)tc->encoder_hidden_size, f, P);
+        w.proj_dh = take(c, N * (size_t)tc->encoder_hidden_size, f, P);
+    }
     w.logits = take(c, (size_t)tc->loss_chunk * (size_t)hp->n_vocab, f, P);
     w.tok_loss = take(c, T, sizeof(double), P);
     w.rope = take(c, S * (size_t)hp->rope_dim, f, P);
@@ -280,12 +305,24 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
  * adapted model starts equal to the base. */
 static void init_adapter(wisp_train *tr) {
     memset(tr->params, 0, tr->n_params * sizeof(float));
-    if (tr->n_virtual > 0) { /* PEFT's RANDOM init: an nn.Embedding's N(0, 1), here by Box-Muller */
+    if (tr->n_virtual > 0) { /* PEFT's RANDOM init (and its PrefixEncoder's): an nn.Embedding's N(0, 1), by Box-Muller */
         uint64_t key = wisp_hash2(tr->cfg.seed, 0x2000u);
-        for (size_t j = 0; j < (size_t)tr->n_virtual * (size_t)tr->D; j++) {
+        size_t n = (size_t)tr->n_virtual * (size_t)(tr->proj_hidden ? tr->KV : tr->prompt_width);
+        for (size_t j = 0; j < n; j++) {
             float u1 = wisp_unit_float(wisp_hash2(key, 2 * j)), u2 = wisp_unit_float(wisp_hash2(key, 2 * j + 1));
-            tr->prompt[j] = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.28318530718f * u2);
+            tr->virtual_params[j] = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.28318530718f * u2);
         }
+        /* the reparameterization's two nn.Linear: weights and biases uniform in +-1/sqrt(fan_in) */
+        if (tr->proj_hidden) {
+            size_t H = (size_t)tr->proj_hidden, K = (size_t)tr->KV, W = (size_t)tr->prompt_width;
+            float *w1 = tr->virtual_params + n, *w2 = w1 + H * K + H;
+            uint64_t k1 = wisp_hash2(tr->cfg.seed, 0x2001u), k2 = wisp_hash2(tr->cfg.seed, 0x2002u);
+            for (size_t j = 0; j < H * K + H; j++)
+                w1[j] = (2.0f * wisp_unit_float(wisp_hash2(k1, j)) - 1.0f) / sqrtf((float)K);
+            for (size_t j = 0; j < W * H + W; j++)
+                w2[j] = (2.0f * wisp_unit_float(wisp_hash2(k2, j)) - 1.0f) / sqrtf((float)H);
+        }
+        wisp_train_prefix_project(tr);
     }
     for (int32_t i = 0; i < tr->n_pairs; i++) {
         const wisp_lora_pair *p = &tr->pairs[i];
@@ -320,6 +357,8 @@ wisp_status wisp_train_layout(wisp_layout *lay, wisp_ctx *ctx, const wisp_gguf *
     tr->S = tc->seq_len + tc->virtual_tokens, tr->B = tc->micro_batch, tr->D = hp->dim, tr->F = hp->ffn_dim, tr->V = hp->n_vocab;
     tr->H = hp->n_heads, tr->KVH = hp->n_kv_heads, tr->hd = hp->head_dim, tr->L = hp->n_layers;
     tr->Q = tr->H * tr->hd, tr->KV = tr->KVH * tr->hd;
+    tr->prefix = tc->prefix, tr->prompt_width = tc->prefix ? 2 * tr->L * tr->KV : tr->D;
+    tr->proj_hidden = tc->prefix_projection ? tc->encoder_hidden_size : 0;
     tr->loss_chunk = tc->loss_chunk;
     tr->act_elem = tc->act_type == WISP_TYPE_F32 ? 4 : 2;
     tr->scale = tc->rslora ? tc->alpha / sqrtf((float)tc->rank) : tc->alpha / (float)tc->rank;
@@ -355,10 +394,13 @@ wisp_status wisp_train_layout(wisp_layout *lay, wisp_ctx *ctx, const wisp_gguf *
             norm_off += nm;
             if (l < tr->lowest_layer) tr->lowest_layer = l;
         }
-    if (tr->n_virtual > 0) { /* the prompt is the whole of params: no pairs */
-        tr->prompt = tr->params + off, tr->prompt_grad = tr->grad + off;
-        tr->lowest_layer = 0; /* the gradient must reach the input embeddings */
-        off += (size_t)tr->n_virtual * (size_t)tr->D;
+    if (tr->n_virtual > 0) { /* the prompt (or what makes it) is the whole of params: no pairs */
+        size_t N = (size_t)tr->n_virtual, W = (size_t)tr->prompt_width, H = (size_t)tr->proj_hidden, K = (size_t)tr->KV;
+        tr->virtual_params = tr->params + off, tr->virtual_grad = tr->grad + off;
+        tr->n_virtual_params = H ? N * K + H * K + H + W * H + W : N * W;
+        if (!H) tr->prompt = tr->params + off, tr->prompt_grad = tr->grad + off; /* else scratch: the MLP's output */
+        tr->lowest_layer = 0; /* the gradient must reach the input embeddings (or layer 0's attention) */
+        off += tr->n_virtual_params;
     }
     if (off != tr->n_params || n != tr->n_pairs)
         return wisp_fail(err, WISP_ERR_INTERNAL, "adapter layout mismatch: %zu of %zu parameters", off, tr->n_params);

@@ -142,6 +142,7 @@ wisp_status wisp_train_state_load(wisp_ctx *ctx, const void *bytes, size_t n, si
     for (int i = 0; i < 3; i++)
         if (arrays[i]) get(&p, arrays[i], tr->n_params * sizeof(float));
     memset(tr->grad, 0, tr->n_params * sizeof(float));
+    wisp_train_prefix_project(tr); /* a reparameterized prefix follows its parameters */
     tr->step = h.step;
     tr->micro_total = h.micro_total;
     tr->micro_in_accum = 0;

@@ -35,6 +35,7 @@ static wisp_status begin_batch(wisp_train *tr, const int32_t *tokens, const uint
 
 void wisp_train_forward(wisp_train *tr, train_pass pass) {
     wisp_train_dora_norms(tr); /* A and B may have changed since the last pass */
+    wisp_train_prefix_project(tr); /* and the reparameterized prefix's parameters */
     wisp_train_embed(tr);
     for (int32_t l = 0; l < tr->L; l++) {
         train_views v;
@@ -53,13 +54,16 @@ wisp_status wisp_train_start(wisp_ctx *ctx, const int32_t *tokens, const uint8_t
 }
 
 void wisp_train_backward(wisp_train *tr) {
+    /* reparameterized: the prefix's gradient is this micro-step's, then goes through the MLP */
+    if (tr->proj_hidden) memset(tr->prompt_grad, 0, (size_t)tr->n_virtual * (size_t)tr->prompt_width * sizeof(float));
     for (int32_t l = tr->L - 1; l >= tr->lowest_layer; l--) {
         train_views v;
         wisp_train_views_of(tr, l, &v);
         wisp_train_load_layer(tr, l, &v);
         wisp_train_backward_layer(tr, l, &v);
     }
-    if (tr->n_virtual == 0) return;
+    wisp_train_prefix_project_backward(tr);
+    if (tr->n_virtual == 0 || tr->prefix) return; /* prefix tuning took its gradient layer by layer */
     /* tr->dx is now the gradient of layer 0's input; a virtual token's input
      * is embed_scale x its prompt row in every sequence: sum over them */
     float scale = tr->model->hp.embed_scale;
@@ -108,6 +112,7 @@ wisp_status wisp_train_optimizer_step(wisp_ctx *ctx, wisp_train_step_info *info,
     wisp_train_step_info local;
     s = wisp_train_apply_optimizer(ctx->train, info ? info : &local, err);
     wisp_train_dora_norms(ctx->train); /* the adapter as wisp_train_lora() hands it out matches A and B */
+    wisp_train_prefix_project(ctx->train); /* and wisp_train_prompt()'s prefix its MLP */
     return s;
 }
 
@@ -175,14 +180,18 @@ wisp_status wisp_train_set_prompt(wisp_ctx *ctx, const float *rows, const int32_
     if (s) return s;
     wisp_train *tr = ctx->train;
     if (tr->n_virtual == 0) return wisp_fail(err, WISP_ERR_ARG, "this context does not prompt-tune (virtual_tokens is 0)");
-    size_t D = (size_t)tr->D;
+    if (tr->proj_hidden)
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "a reparameterized prefix is its MLP's output and cannot be set");
+    size_t D = (size_t)tr->D, W = (size_t)tr->prompt_width;
     if (rows) {
-        for (size_t i = 0; i < (size_t)tr->n_virtual * D; i++)
+        for (size_t i = 0; i < (size_t)tr->n_virtual * W; i++)
             if (!isfinite(rows[i]))
-                return wisp_fail(err, WISP_ERR_NUMERIC, "prompt embedding %zu, element %zu is not finite", i / D, i % D);
-        memcpy(tr->prompt, rows, (size_t)tr->n_virtual * D * sizeof(float));
+                return wisp_fail(err, WISP_ERR_NUMERIC, "%s %zu, element %zu is not finite",
+                                 tr->prefix ? "prefix row" : "prompt embedding", i / W, i % W);
+        memcpy(tr->prompt, rows, (size_t)tr->n_virtual * W * sizeof(float));
         return WISP_OK;
     }
+    if (tr->prefix) return wisp_fail(err, WISP_ERR_UNSUPPORTED, "prefix tuning has no text init (PEFT's has none either)");
     if (!ids || n_ids < 1) return wisp_fail(err, WISP_ERR_ARG, "the prompt init text has no tokens");
     for (int32_t i = 0; i < n_ids; i++)
         if (ids[i] < 0 || ids[i] >= tr->V)

@@ -140,6 +140,14 @@ wisp_status wisp_eval(wisp_ctx *ctx, const int32_t *tokens, int32_t n, wisp_erro
  * token) in place of tokens: a prompt-tuning adapter's virtual tokens. */
 wisp_status wisp_eval_embeddings(wisp_ctx *ctx, const float *rows, int32_t n, wisp_error *err);
 
+/* A prefix-tuning adapter (PEFT PREFIX_TUNING): put its `n` positions
+ * straight into the KV cache at n_past.. — rows [n][n_layers][2][n_kv_heads]
+ * [head_dim] F32, each layer's key (used as stored: no RoPE) then value, as
+ * PEFT's past_key_values — so the tokens evaluated next start at position
+ * n_past + n and attend to them. No logits. Refused for models with
+ * sliding-window layers (their rings would drop the prefix). */
+wisp_status wisp_eval_kv_prefix(wisp_ctx *ctx, const float *rows, int32_t n, wisp_error *err);
+
 /* Logits after the i-th token of the last step (i = -1: its last token).
  * Other positions are only kept with logits_all. NULL if unavailable. */
 const float *wisp_logits(const wisp_ctx *ctx, int32_t i);
@@ -257,12 +265,18 @@ wisp_status wisp_train_set_lora(wisp_ctx *ctx, const wisp_lora *src, wisp_error 
 /* Prompt tuning (cfg.train.virtual_tokens > 0): the learned prompt
  * [n_virtual][dim] F32 (the unscaled embedding space, as PEFT's
  * prompt_embeddings), and its accumulated gradient (times the loss scale
- * with F16 storage). NULL when the context does not prompt-tune. */
+ * with F16 storage). NULL when the context does not prompt-tune.
+ * Prefix tuning (also cfg.train.prefix): the rows are PEFT's prefix
+ * [n_virtual][n_layers][2][n_kv_heads][head_dim], every layer's key then
+ * value at the virtual positions (see wisp_eval_kv_prefix). With PEFT's
+ * reparameterization (cfg.train.prefix_projection) the rows are its MLP's
+ * output for the current parameters, and the gradient the one reaching them
+ * in the last micro-step (the MLP's own is in the optimizer's care). */
 const float *wisp_train_prompt(const wisp_ctx *ctx, int32_t *n_virtual);
 const float *wisp_train_prompt_gradient(const wisp_ctx *ctx);
 /* Set the prompt: `rows` [n_virtual][dim] F32 (a saved adapter); or, with
  * rows NULL, PEFT's TEXT init: the embedding rows of `ids` [n_ids], repeated
- * and truncated to n_virtual. */
+ * and truncated to n_virtual (prompt tuning only). */
 wisp_status wisp_train_set_prompt(wisp_ctx *ctx, const float *rows, const int32_t *ids, int32_t n_ids,
                                   wisp_error *err);
 /* The factor wisp_train_gradients() carries: the dynamic loss scale with

@@ -133,7 +133,10 @@ static int32_t open_prompt(ww_model *m, ww_adapter *a, size_t config_len, size_t
     void *index = ww_alloc(bytes ? bytes : 1);
     if (!index) return wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory reading the prompt adapter"), -1;
     int32_t rc = -1;
-    if (!wisp_prompt_read(a->config, config_len, a->file, st_len, wisp_ctx_hparams(m->ctx), index, bytes, &p, &m->err)) {
+    wisp_status s = wisp_prompt_read(a->config, config_len, a->file, st_len, wisp_ctx_hparams(m->ctx), index, bytes, &p,
+                                     &m->err);
+    if (!s && p.prefix) s = wisp_fail(&m->err, WISP_ERR_UNSUPPORTED, "prefix tuning is not implemented in the npm package");
+    if (!s) {
         size_t n = (size_t)p.n_virtual * (size_t)p.dim;
         size_t text = p.init_text ? strlen(p.init_text) : 0;
         a->mem = ww_alloc(n * sizeof(float));

@@ -99,8 +99,8 @@ echo "planned arena: LoRA $lora bytes, DoRA $bytes"
 ok
 
 # refusals by name
-out=$("$WISP" finetune "${small[@]}" --method prefix -o "$D/f" 2>&1) && fail "--method prefix accepted"
-case "$out" in *"method 'prefix' is not implemented yet"*) ;; *) fail "unclear refusal: $out" ;; esac
+out=$("$WISP" finetune "${small[@]}" --method prefix -o "$D/f" 2>&1) && fail "--method prefix took --rank"
+case "$out" in *"--method prefix trains only the virtual tokens"*) ;; *) fail "unclear refusal: $out" ;; esac
 out=$("$WISP" finetune "${small[@]}" --method dora --lora-dropout 0.1 -o "$D/g" 2>&1) && fail "DoRA with dropout accepted"
 case "$out" in *"DoRA with LoRA dropout is not implemented"*) ;; *) fail "unclear refusal: $out" ;; esac
 expect_fail "$WISP" finetune "${small[@]}" --method qlora -o "$D/h"

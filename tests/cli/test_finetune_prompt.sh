@@ -139,7 +139,7 @@ case "$out" in *"1 bytes short"*) ;; *) fail "unclear error for a short arena: $
 echo "planned arena: prompt tuning $bytes bytes"
 ok
 
-# LoRA settings do not apply; prefix tuning is refused by name
+# LoRA settings do not apply; the TEXT init is prompt tuning's alone
 expect_fail "$WISP" finetune "${small[@]}" --lora-dropout 0.1 -o "$D/g"
 expect_fail "$WISP" finetune "${small[@]}" --targets attn_q -o "$D/g"
 out=$("$WISP" finetune "${small[@]}" --rank 4 -o "$D/g" 2>&1) && fail "--rank accepted for prompt tuning"
@@ -148,7 +148,8 @@ expect_fail "$WISP" finetune "${small[@]}" --alpha 4 -o "$D/g"
 out=$("$WISP" finetune -m "$model" --data "$D/train.txt" --num-virtual-tokens 4 --steps 1 -o "$D/h" 2>&1) &&
     fail "--num-virtual-tokens accepted for LoRA"
 case "$out" in *"belong to --method prompt"*) ;; *) fail "unclear refusal: $out" ;; esac
-out=$("$WISP" finetune -m "$model" --data "$D/train.txt" --method prefix --steps 1 -o "$D/i" 2>&1) && fail "prefix accepted"
-case "$out" in *"method 'prefix' is not implemented yet"*) ;; *) fail "unclear refusal: $out" ;; esac
+out=$("$WISP" finetune -m "$model" --data "$D/train.txt" --method prefix --prompt-init-text "ROMEO:" --steps 1 \
+      -o "$D/i" 2>&1) && fail "a text init accepted for prefix tuning"
+case "$out" in *"prefix tuning has no text init"*) ;; *) fail "unclear refusal: $out" ;; esac
 ok
 done_ok

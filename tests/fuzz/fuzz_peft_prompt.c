@@ -1,9 +1,10 @@
-/* libFuzzer harness: arbitrary bytes as a PEFT prompt-tuning adapter. The
- * input is a 4-byte little-endian length L, then L bytes of
+/* libFuzzer harness: arbitrary bytes as a PEFT prompt- or prefix-tuning
+ * adapter. The input is a 4-byte little-endian length L, then L bytes of
  * adapter_config.json, then adapter_model.safetensors (as fuzz_peft). Against
  * each base named by WISP_FUZZ_BASES: size the memory, read in exactly that
- * memory, convert every value, evaluate the virtual tokens on the base when
- * they fit its context, and write both files again. */
+ * memory, convert every value (a prefix's into the engine's order and back),
+ * evaluate the virtual tokens (or put the prefix in the KV cache) on the base
+ * when they fit its context, and write both files again. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,13 +17,22 @@ static fuzz_base bases[MAX_BASES];
 static int n_bases = -1;
 
 static void use(fuzz_base *b, const wisp_prompt_adapter *a) {
-    size_t n = (size_t)a->n_virtual * (size_t)a->dim;
+    size_t n = (size_t)a->n_virtual * wisp_prompt_width(a);
     float *rows = fuzz_exact(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) rows[i] = wisp_prompt_value(a, i);
+    for (size_t i = 0; i < n; i++) rows[i] = wisp_prompt_engine_value(a, b->hp.arch, i);
     wisp_error err;
-    if (b->ctx && a->dim == b->hp.dim) {
+    if (a->prefix) { /* the reader checked the shape against this base: back to PEFT's order, the same values */
+        float *peft = fuzz_exact(n * sizeof(float));
+        wisp_prefix_to_peft(rows, &b->hp, a->n_virtual, peft);
+        for (size_t i = 0; i < n; i++)
+            if (peft[i] != wisp_prompt_value(a, i)) abort();
+        free(peft);
+    }
+    if (b->ctx && (a->prefix || a->dim == b->hp.dim)) {
         wisp_rewind(b->ctx, 0);
-        (void)wisp_eval_embeddings(b->ctx, rows, a->n_virtual, &err); /* a context too small refuses */
+        /* a context too small (or a sliding-window base, for a prefix) refuses */
+        if (a->prefix) (void)wisp_eval_kv_prefix(b->ctx, rows, a->n_virtual, &err);
+        else (void)wisp_eval_embeddings(b->ctx, rows, a->n_virtual, &err);
     }
     free(rows);
     size_t len = 0;

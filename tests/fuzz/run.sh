@@ -78,6 +78,11 @@ if [ -f "$S/models/stories260K.gguf" ] && [ -f "$S/data/tinyshakespeare.txt" ]; 
         --method prompt --num-virtual-tokens 3 --prompt-init-text "ROMEO:" -q -t 1 --overwrite -o "$seeds/prompt-run" 2>/dev/null &&
         lenprefixed "$seeds/prompt-run/peft/adapter_config.json" "$seeds/prompt-run/peft/adapter_model.safetensors" \
             > "$seeds/prompt.peftprompt"
+    # and a prefix-tuning adapter (PEFT PREFIX_TUNING, per-layer keys and values), read by the same harness
+    "$W" finetune -m "$S/models/stories260K.gguf" --data "$seeds/prompt.txt" --ctx 16 --batch 1 --steps 1 \
+        --method prefix --num-virtual-tokens 2 -q -t 1 --overwrite -o "$seeds/prefix-run" 2>/dev/null &&
+        lenprefixed "$seeds/prefix-run/peft/adapter_config.json" "$seeds/prefix-run/peft/adapter_model.safetensors" \
+            > "$seeds/prefix.peftprompt"
 fi
 # A minimal safetensors file: header, one F16 tensor, metadata
 h='{"w":{"dtype":"F16","shape":[2,2],"data_offsets":[0,8]},"__metadata__":{"format":"pt"}}'

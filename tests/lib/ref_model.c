@@ -229,7 +229,8 @@ static void forward(const ref_model *r, const int32_t *tokens, int32_t n_tok, do
     double *q = malloc(sizeof(double) * N * Q), *k = malloc(sizeof(double) * N * KV), *v = malloc(sizeof(double) * N * KV);
     double *att = malloc(sizeof(double) * N * Q), *tmp = malloc(sizeof(double) * (size_t)(D > F ? D : F));
     double *g = malloc(sizeof(double) * (size_t)F), *u = malloc(sizeof(double) * (size_t)F);
-    double *p = malloc(sizeof(double) * N);
+    const int32_t A = r->n_prefix; /* prefix tuning: keys and values before every layer's, the text after them */
+    double *p = malloc(sizeof(double) * (N + (size_t)A));
     double emb_scale = wisp_hparams_row(hp)->embed_scale ? sqrt((double)D) : 1.0;
     for (size_t t = 0; t < N; t++)
         for (int32_t i = 0; i < D; i++)
@@ -247,8 +248,8 @@ static void forward(const ref_model *r, const int32_t *tokens, int32_t n_tok, do
             for (int32_t h = 0; h < KVH && W->k_norm; h++)
                 rmsnorm_f(k + (size_t)t * KV + (size_t)h * hd, k + (size_t)t * KV + (size_t)h * hd, W->k_norm, hd,
                           hp->rms_eps);
-            rope(r, l, q + (size_t)t * Q, H, t);
-            rope(r, l, k + (size_t)t * KV, KVH, t);
+            rope(r, l, q + (size_t)t * Q, H, A + t);
+            rope(r, l, k + (size_t)t * KV, KVH, A + t);
         }
         int32_t win = windowed(hp, l) ? hp->window : 0;
         for (int32_t t = 0; t < n; t++)
@@ -257,17 +258,27 @@ static void forward(const ref_model *r, const int32_t *tokens, int32_t n_tok, do
                 int32_t kvh = h / (H / KVH);
                 double m = -INFINITY, sum = 0;
                 int32_t j0 = win && t - win + 1 > 0 ? t - win + 1 : 0; /* keys t - j < window */
-                for (int32_t j = j0; j <= t; j++) {
+                /* score of key j: the prefix's j < A (PEFT's layout, stored keys used as they are), then the tokens' */
+                for (int32_t j = 0; j < A + t + 1; j++) {
+                    if (j >= A && j - A < j0) continue;
+                    const double *kj = j < A ? r->prefix + ((size_t)j * hp->n_layers * 2 + 2 * (size_t)l) * KV
+                                             : k + (size_t)(j - A) * KV;
                     double s = 0;
-                    for (int32_t i = 0; i < hd; i++) s += qh[i] * k[(size_t)j * KV + (size_t)kvh * hd + i];
+                    for (int32_t i = 0; i < hd; i++) s += qh[i] * kj[(size_t)kvh * hd + i];
                     p[j] = cap(s * (double)hp->attn_scale, hp->attn_softcap);
                     if (p[j] > m) m = p[j];
                 }
-                for (int32_t j = j0; j <= t; j++) sum += (p[j] = exp(p[j] - m));
+                for (int32_t j = 0; j < A + t + 1; j++)
+                    if (j < A || j - A >= j0) sum += (p[j] = exp(p[j] - m));
                 double *o = att + (size_t)t * Q + (size_t)h * hd;
                 for (int32_t i = 0; i < hd; i++) {
                     double s = 0;
-                    for (int32_t j = j0; j <= t; j++) s += p[j] * v[(size_t)j * KV + (size_t)kvh * hd + i];
+                    for (int32_t j = 0; j < A + t + 1; j++) {
+                        if (j >= A && j - A < j0) continue;
+                        const double *vj = j < A ? r->prefix + ((size_t)j * hp->n_layers * 2 + 2 * (size_t)l + 1) * KV
+                                                 : v + (size_t)(j - A) * KV;
+                        s += p[j] * vj[(size_t)kvh * hd + i];
+                    }
                     o[i] = s / sum;
                 }
             }

@@ -47,6 +47,11 @@ typedef struct ref_model {
      * only the tokens' (0: none) */
     const double *prompt;
     int32_t n_prompt;
+    /* prefix tuning: n_prefix positions [n_prefix][n_layers][2][n_kv_heads][head_dim]
+     * (PEFT's past_key_values) of keys and values every layer attends to
+     * first; the tokens sit at positions n_prefix.. (0: none) */
+    const double *prefix;
+    int32_t n_prefix;
 } ref_model;
 
 /* Dequantize every weight of `m` (malloc'd; false if out of memory). */

@@ -20,7 +20,16 @@ as PEFT runs it: its prompt_embeddings rows are put before the input
 embeddings (BOS included), the text's positions start after them, and only
 the text's logits are returned.
 
+A prefix-tuning adapter (--prefix PEFT_DIR, peft_type PREFIX_TUNING) is run
+as PEFT hands it to transformers: prompt_embeddings [N, num_layers*2*token_dim]
+viewed as [N, num_layers*2, num_attention_heads, head_dim] and permuted to
+past_key_values (layer l's keys at 2l, values at 2l+1; for grouped-query
+attention the heads are the kv heads), a cache of N past positions whose keys
+are used as stored (no RoPE: transformers rotates only the new keys), the
+text's positions starting at N, its queries seeing every prefix position.
+
 usage: /usr/bin/python3 peft_reference.py BASE.gguf CASES.json [--lora PEFT_DIR[:SCALE]]... [--prompt PEFT_DIR]
+       [--prefix PEFT_DIR]
        [--naive] > OUT.json
        /usr/bin/python3 peft_reference.py BASE.gguf --check-merged MERGED.gguf [--lora PEFT_DIR[:SCALE]]...
 --check-merged compares every projection of MERGED.gguf (an F32 model with the
@@ -109,7 +118,7 @@ def unpermute(w, n_head):
 
 
 class Model:
-    def __init__(self, path, adapters, naive=False, prompt=None):
+    def __init__(self, path, adapters, naive=False, prompt=None, prefix=None):
         g = Reader(path)
         self.prompt = prompt
         arch = g.meta["general.architecture"]
@@ -169,6 +178,14 @@ class Model:
                 name = f"blk.{i}.{b}.bias"
                 L[b + ".bias"] = g.tensor(name) if name in g.tensors else 0.0
             self.layers.append(L)
+        self.prefix = None
+        if prefix is not None:  # [N, layers*2, heads, hd] -> per layer (keys, values) [heads, N, hd]
+            cfg, rows = prefix
+            hd = cfg["token_dim"] // cfg["num_attention_heads"]
+            if (cfg["num_layers"], cfg["num_attention_heads"], hd) != (self.n_layer, self.n_kv, self.head_dim):
+                sys.exit("the prefix does not fit the model (layers, kv heads, head_dim)")
+            kv = rows.reshape(rows.shape[0], self.n_layer * 2, self.n_kv, hd).transpose(1, 2, 0, 3)
+            self.prefix = [(kv[2 * i], kv[2 * i + 1]) for i in range(self.n_layer)]
 
     def rms(self, x, w):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
@@ -192,10 +209,11 @@ class Model:
             n_prompt = self.prompt.shape[0]
             x = np.concatenate([self.prompt, x], axis=0)
         n, hd = x.shape[0], self.head_dim
-        pos = np.arange(n, dtype=np.float64)
-        mask = np.triu(np.full((n, n), -np.inf), 1)
+        P = self.prefix[0][0].shape[1] if self.prefix else 0  # past positions before the text
+        pos = np.arange(P, P + n, dtype=np.float64)
+        mask = np.concatenate([np.zeros((n, P)), np.triu(np.full((n, n), -np.inf), 1)], axis=1)
         group = self.n_head // self.n_kv
-        for L in self.layers:
+        for li, L in enumerate(self.layers):
             h = self.rms(x, L["attn_norm"])
             q = (h @ L["self_attn.q_proj"].T + L["attn_q.bias"]).reshape(n, self.n_head, hd)
             k = (h @ L["self_attn.k_proj"].T + L["attn_k.bias"]).reshape(n, self.n_kv, hd)
@@ -204,10 +222,14 @@ class Model:
             att = np.empty((n, self.n_head, hd))
             for hh in range(self.n_head):
                 kv = hh // group
-                s = q[:, hh, :] @ k[:, kv, :].T / math.sqrt(hd) + mask
+                keys, vals = k[:, kv, :], v[:, kv, :]
+                if P:
+                    keys = np.concatenate([self.prefix[li][0][kv], keys], axis=0)
+                    vals = np.concatenate([self.prefix[li][1][kv], vals], axis=0)
+                s = q[:, hh, :] @ keys.T / math.sqrt(hd) + mask
                 p = np.exp(s - s.max(axis=-1, keepdims=True))
                 p /= p.sum(axis=-1, keepdims=True)
-                att[:, hh, :] = p @ v[:, kv, :]
+                att[:, hh, :] = p @ vals
             x = x + att.reshape(n, -1) @ L["self_attn.o_proj"].T
             h = self.rms(x, L["ffn_norm"])
             gate = h @ L["mlp.gate_proj"].T
@@ -223,6 +245,16 @@ def load_prompt(folder):
     if rows.shape != (cfg["num_virtual_tokens"], cfg["token_dim"]):
         sys.exit(f"{folder}: prompt_embeddings has shape {rows.shape}")
     return rows.astype(np.float64)
+
+
+def load_prefix(folder):
+    cfg = json.load(open(os.path.join(folder, "adapter_config.json")))
+    if cfg.get("peft_type") != "PREFIX_TUNING" or cfg.get("num_transformer_submodules", 1) != 1:
+        sys.exit(f"{folder}: not a decoder-only PREFIX_TUNING adapter")
+    rows = read_safetensors(os.path.join(folder, "adapter_model.safetensors"))["prompt_embeddings"]
+    if rows.shape != (cfg["num_virtual_tokens"], cfg["num_layers"] * 2 * cfg["token_dim"]):
+        sys.exit(f"{folder}: prompt_embeddings has shape {rows.shape}")
+    return cfg, rows.astype(np.float64)
 
 
 def check_merged(want, got):
@@ -248,10 +280,14 @@ def main():
         merged, rest = rest[0], rest[1:]
     naive = "--naive" in rest
     rest = [r for r in rest if r != "--naive"]
-    adapters, prompt = [], None
+    adapters, prompt, prefix = [], None, None
     while rest:
         if rest[0] == "--prompt" and len(rest) >= 2:
             prompt = load_prompt(rest[1])
+            rest = rest[2:]
+            continue
+        if rest[0] == "--prefix" and len(rest) >= 2:
+            prefix = load_prefix(rest[1])
             rest = rest[2:]
             continue
         if rest[0] != "--lora" or len(rest) < 2:
@@ -262,7 +298,7 @@ def main():
             folder, scale = spec.rsplit(":", 1)[0], float(spec.rsplit(":", 1)[1])
         adapters.append(load_peft(folder, scale))
         rest = rest[2:]
-    model = Model(model_path, adapters, naive, prompt)
+    model = Model(model_path, adapters, naive, prompt, prefix)
     if merged is not None:
         return check_merged(model, Model(merged, []))
     cases = json.load(open(cases_path))
