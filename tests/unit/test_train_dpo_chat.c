@@ -158,6 +158,31 @@ static void think_pair(const wisp_tokenizer *tok) {
     free(mem);
 }
 
+/* The records DPO's sides are made of, given directly: trl's conversational prompt/completion (SFT data). */
+static void prompt_completion(const wisp_tokenizer *tok, const wisp_data_chat *chat) {
+    const char *rec = "{\"prompt\": [{\"role\": \"user\", \"content\": \"Sky?\"}], \"completion\": [{\"role\": "
+                      "\"assistant\", \"content\": \"It is blue.\"}]}\n";
+    wisp_data_options o = {WISP_DATA_JSONL, WISP_DOCS_FILE, 127, 0, 1, 0, false};
+    wisp_data_plan_info info;
+    wisp_error err = {0};
+    side e;
+    memset(&e, 0, sizeof e);
+    wisp_status s = wisp_data_plan_chat(tok, rec, strlen(rec), &o, chat, &info, &err);
+    if (!s) {
+        data_memory_alloc(&e.mem, &info);
+        s = wisp_data_build_chat(&e.d, tok, rec, strlen(rec), &o, &e.mem, chat, &err);
+    }
+    CHECK(s == WISP_OK, "prompt/completion record: %s", err.message);
+    if (!s) {
+        char got[256], expect[256];
+        scored_text(&e, tok, got, sizeof got);
+        wisp_str eos = wisp_token_text(tok, wisp_tokenizer_eos(tok));
+        snprintf(expect, sizeof expect, "It is blue.<|im_end|>\n%.*s", (int)eos.len, eos.ptr);
+        CHECK(strcmp(got, expect) == 0, "prompt/completion scores [%s], expected [%s]", got, expect);
+    }
+    data_memory_free(&e.mem);
+}
+
 static void refusals(const wisp_tokenizer *tok, const wisp_data_chat *chat) {
     struct {
         const char *line, *says;
@@ -192,6 +217,7 @@ static void all(void) {
     REQUIRE(chat.tpl, "chatml parses");
     chatml_pair(&v.tok, &chat);
     think_pair(&v.tok);
+    prompt_completion(&v.tok, &chat);
     refusals(&v.tok, &chat);
     free(tmem);
     free_vocab(&v);
