@@ -2,8 +2,9 @@
 
 #include <string.h>
 
-/* at least the fixed text around the two strings of an output record and its newline (33 bytes) */
-#define RECORD_OVERHEAD 40u
+/* at least the fixed text around the parts of an output record and its newline (33 bytes for strings, 51
+ * for lists of messages) */
+#define RECORD_OVERHEAD 64u
 
 static bool blank(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -38,11 +39,13 @@ static wisp_status refuse(wisp_error *err, size_t line, const char *what) {
     return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: %s", line, what);
 }
 
-/* The three members of a record as raw string ranges, or an error naming what is wrong. */
-static wisp_status members(const wisp_json *j, size_t line, int64_t node_of[3], wisp_error *err) {
+/* The three members of a record: all strings, or all lists of messages (*conversational set); or an
+ * error naming what is wrong. */
+static wisp_status members(const wisp_json *j, size_t line, int64_t node_of[3], bool *conversational, wisp_error *err) {
     static const char *const names[3] = {"prompt", "chosen", "rejected"};
     if (!wisp_json_is(j, 0, WISP_JSON_OBJECT))
         return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: not a JSON object", line);
+    int n_lists = 0;
     for (int64_t key = wisp_json_first(j, 0); key >= 0; key = wisp_json_next(j, wisp_json_next(j, key))) {
         int k = 0;
         while (k < 3 && !wisp_json_string_eq(j, key, names[k])) k++;
@@ -53,12 +56,9 @@ static wisp_status members(const wisp_json *j, size_t line, int64_t node_of[3], 
                              "\"chosen\" and \"rejected\"", line, name);
         }
         int64_t v = wisp_json_next(j, key);
-        if (wisp_json_is(j, v, WISP_JSON_ARRAY))
-            return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: \"%s\" is a list of messages (trl's conversational "
-                             "form), which DPO does not take yet: give prompt, chosen and rejected as strings", line,
-                             names[k]);
-        if (!wisp_json_is(j, v, WISP_JSON_STRING))
-            return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: \"%s\" must be a string", line, names[k]);
+        if (!wisp_json_is(j, v, WISP_JSON_STRING) && !wisp_json_is(j, v, WISP_JSON_ARRAY))
+            return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: \"%s\" must be a string or a list of messages", line, names[k]);
+        n_lists += wisp_json_is(j, v, WISP_JSON_ARRAY);
         node_of[k] = v;
     }
     for (int k = 0; k < 3; k++)
@@ -66,6 +66,10 @@ static wisp_status members(const wisp_json *j, size_t line, int64_t node_of[3], 
             return k == 0 ? refuse(err, line, "no \"prompt\" (trl's implicit-prompt form, where chosen and rejected "
                                               "repeat the prompt, is not taken: give it separately)")
                           : wisp_fail(err, WISP_ERR_FORMAT, "line %zu: no \"%s\"", line, names[k]);
+    if (n_lists != 0 && n_lists != 3)
+        return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: prompt, chosen and rejected must all be strings or all be "
+                         "lists of messages (trl's conversational form)", line);
+    *conversational = n_lists == 3;
     return WISP_OK;
 }
 
@@ -95,13 +99,25 @@ wisp_status wisp_pairs_side(const char *bytes, size_t n, wisp_pair_side side, wi
         if ((st = wisp_json_parse(&j, bytes + s, e - s, nodes, cap_nodes, NULL, err)))
             return wisp_error_prefix(err, "line %zu", line);
         int64_t node_of[3] = {-1, -1, -1};
-        if ((st = members(&j, line, node_of, err))) return st;
-        const wisp_json_node *p = &j.nodes[node_of[0]], *c = &j.nodes[node_of[side == WISP_PAIR_CHOSEN ? 1 : 2]];
-        put(out, &len, "{\"prompt\": \"", 12);
-        put(out, &len, bytes + s + p->start, p->end - p->start);
-        put(out, &len, "\", \"completion\": \"", 18);
-        put(out, &len, bytes + s + c->start, c->end - c->start);
-        put(out, &len, "\"}\n", 3);
+        bool lists = false;
+        if ((st = members(&j, line, node_of, &lists, err))) return st;
+        const wisp_json_node *p = &j.nodes[node_of[0]], *c = &j.nodes[node_of[side == WISP_PAIR_CHOSEN ? 1 : 2]],
+                             *o = &j.nodes[node_of[side == WISP_PAIR_CHOSEN ? 2 : 1]];
+        if (lists) { /* the lists as written, and the other answer, which bounds the prompt's rendering (train_data.h) */
+            put(out, &len, "{\"prompt\": ", 11);
+            put(out, &len, bytes + s + p->start, p->end - p->start);
+            put(out, &len, ", \"completion\": ", 16);
+            put(out, &len, bytes + s + c->start, c->end - c->start);
+            put(out, &len, ", \"paired_completion\": ", 23);
+            put(out, &len, bytes + s + o->start, o->end - o->start);
+            put(out, &len, "}\n", 2);
+        } else {
+            put(out, &len, "{\"prompt\": \"", 12);
+            put(out, &len, bytes + s + p->start, p->end - p->start);
+            put(out, &len, "\", \"completion\": \"", 18);
+            put(out, &len, bytes + s + c->start, c->end - c->start);
+            put(out, &len, "\"}\n", 3);
+        }
         records++;
     }
     if (records == 0) return wisp_fail(err, WISP_ERR_FORMAT, "no preference pair in the data");

@@ -1,17 +1,21 @@
 /* Preference data for DPO: JSONL records {"prompt", "chosen", "rejected"}
- * (trl's standard explicit-prompt form, strings). Each side is rewritten as
- * prompt/completion JSONL, which the training-data pipeline (train_data.h)
+ * (trl's explicit-prompt form): strings, or lists of messages (trl's
+ * conversational form, rendered with a chat template). Each side is rewritten
+ * as prompt/completion JSONL, which the training-data pipeline (train_data.h)
  * turns into windows scored on the completion and its EOS, as trl scores a
- * DPO completion. Both sides keep one record per pair, in file order, so two
- * pipelines built with the same options and seed visit the pairs in
- * lockstep: example i of the chosen side and of the rejected side are the
- * two answers of pair i, in every epoch and in the validation split.
+ * DPO completion; a conversational side keeps its lists and carries the other
+ * answer as "paired_completion", because trl cuts the shared prompt to what
+ * the renderings of both answers start with. Both sides keep one record per
+ * pair, in file order, so two pipelines built with the same options and seed
+ * visit the pairs in lockstep: example i of the chosen side and of the
+ * rejected side are the two answers of pair i, in every epoch and in the
+ * validation split.
  *
  * Refused by name, never skipped: another key (trl's implicit-prompt form
- * without "prompt", extra fields), a side that is not a string (trl's
- * conversational form, lists of messages), a line that is not an object.
- * The strings are copied as they are written (still escaped), so the output
- * is never longer than 40 bytes more than its line per record. */
+ * without "prompt", extra fields), a record mixing strings and lists, a line
+ * that is not an object. The parts are copied as they are written (strings
+ * still escaped), so the output is never longer than 64 bytes more than its
+ * line per record. */
 #ifndef WISP_PREFERENCE_PAIRS_H
 #define WISP_PREFERENCE_PAIRS_H
 

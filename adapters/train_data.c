@@ -377,8 +377,96 @@ static wisp_status build_chat_record(builder *b, const wisp_json *j, size_t n_li
     if ((s = add_example(d, first, d->n_tokens - first, PER_TOKEN_MASK, false, err))) return s;
     if (!count_window(d, &d->mem.examples[d->n_examples - 1])) { /* cut away entirely: dropped, and counted */
         d->n_examples--;
+        d->n_dropped++;
         d->n_tokens = first;
     }
+    return WISP_OK;
+}
+
+/* Longest common prefix of a[0..na) and b[0..nb). */
+static size_t common_prefix(const char *a, size_t na, const char *b, size_t nb) {
+    size_t i = 0;
+    while (i < na && i < nb && a[i] == b[i]) i++;
+    return i;
+}
+
+/* A conversational prompt/completion record: {"prompt": [messages],
+ * "completion": [messages]} and, for a DPO answer, "paired_completion" (the
+ * pair's other answer). Rendered as trl's maybe_apply_chat_template does: the
+ * prompt with the generation prompt (so its last message must be the
+ * user's), prompt + completion (and prompt + paired completion) without it;
+ * the prompt is then cut to the longest prefix it shares with each of those
+ * renderings, and the completion is the rest of prompt + completion. The
+ * completion and an EOS after it are scored (trl's DPO appends EOS to each
+ * answer); BOS comes first unless the template wrote it. Cut records are
+ * counted and kept, as prompt/completion strings are, so DPO's two sides stay
+ * in lockstep. */
+static wisp_status build_chat_completion_record(builder *b, const wisp_json *j, size_t n_line, size_t line_no,
+                                                wisp_error *err) {
+    static const char *const names[3] = {"prompt", "completion", "paired_completion"};
+    wisp_train_data *d = b->d;
+    chat_layout c = chat_layout_of(n_line, j->n_nodes);
+    char *base = d->mem.text + ((16 - (uintptr_t)d->mem.text % 16) % 16);
+    if (!d->mem.text || base + c.total - 16 > d->mem.text + d->mem.text_bytes)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "line %zu: the text buffer is smaller than planned for a conversation", line_no);
+    wisp_chat_message *msgs = (wisp_chat_message *)(void *)(base + c.msgs_at);
+    wisp_text_span *spans = (wisp_text_span *)(void *)(base + c.spans_at);
+    wisp_text_span *piece_spans = (wisp_text_span *)(void *)(base + c.piece_spans_at);
+    char *text = base + c.text_at, *full = base + c.full_at, *prompt = base + c.prefix_at;
+    int64_t node[3] = {-1, -1, -1};
+    for (int64_t key = wisp_json_first(j, 0); key >= 0; key = wisp_json_next(j, wisp_json_next(j, key))) {
+        int k = 0;
+        while (k < 3 && !wisp_json_string_eq(j, key, names[k])) k++;
+        if (k == 3) {
+            char name[64];
+            wisp_json_string(j, key, name, sizeof name);
+            return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: key \"%s\": a conversational prompt/completion record "
+                             "has \"prompt\", \"completion\" and (a DPO answer) \"paired_completion\"", line_no, name);
+        }
+        node[k] = wisp_json_next(j, key);
+        if (!wisp_json_is(j, node[k], WISP_JSON_ARRAY))
+            return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: \"%s\" must be a list of messages, as \"prompt\" is", line_no,
+                             names[k]);
+    }
+    if (node[1] < 0) return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: a conversational prompt needs a \"completion\"", line_no);
+    /* the prompt's strings first in the text buffer, then one answer's at a time after them */
+    size_t np = 0, na = 0, plen = 0, flen = 0, n_spans = 0, unused = 0;
+    size_t after_prompt = j->nodes[node[0]].end - j->nodes[node[0]].start + 1;
+    wisp_status s = wisp_chat_messages_from_json(j, node[0], msgs, c.cap_msgs, &np, text, after_prompt, err);
+    if (!s && np == 0) s = wisp_fail(err, WISP_ERR_FORMAT, "the prompt has no messages");
+    if (!s && !(msgs[np - 1].role_len == 4 && memcmp(msgs[np - 1].role, "user", 4) == 0))
+        s = wisp_fail(err, WISP_ERR_UNSUPPORTED, "the prompt's last message is the %.*s's: a prompt ends with the user's "
+                      "message (trl's continuation of a final assistant message is not implemented)",
+                      (int)msgs[np - 1].role_len, msgs[np - 1].role);
+    if (!s) s = render(d->chat, msgs, np, true, prompt, c.render_cap, &plen, NULL, 0, &unused, err);
+    size_t keep = plen; /* of the prompt's rendering, what every rendering with an answer starts with */
+    for (int k = 2; k >= 1 && !s; k--) { /* the paired answer first: the completion's rendering stays in `full` */
+        if (node[k] < 0) continue;
+        s = wisp_chat_messages_from_json(j, node[k], msgs + np, c.cap_msgs - np, &na, text + after_prompt,
+                                         n_line + 1 - after_prompt, err);
+        if (!s && na == 0) s = wisp_fail(err, WISP_ERR_FORMAT, "\"%s\" has no messages", names[k]);
+        if (!s) s = render(d->chat, msgs, np + na, false, full, c.render_cap, &flen, k == 1 ? spans : NULL,
+                           k == 1 ? c.cap_spans : 0, k == 1 ? &n_spans : &unused, err);
+        if (!s) {
+            size_t shared = common_prefix(prompt, plen, full, flen);
+            if (shared < keep) keep = shared;
+        }
+    }
+    if (s == WISP_ERR_CAPACITY && strstr(err->message, "rendered text"))
+        s = wisp_fail(err, WISP_ERR_CAPACITY, "the conversation renders to more than %zu bytes", c.render_cap);
+    if (s) return wisp_error_prefix(err, "line %zu", line_no);
+    size_t first = d->n_tokens;
+    if (d->bos >= 0) { /* BOS as the model wants it, unless the template wrote it */
+        wisp_str bt = wisp_token_text(d->tok, d->bos);
+        if (!(flen >= bt.len && memcmp(full, bt.ptr, bt.len) == 0) && (s = push(d, d->bos | UNSCORED_BIT, err))) return s;
+    }
+    s = tokenize_chat_range(b, full, 0, keep, spans, n_spans, piece_spans, true, err);
+    if (!s) s = tokenize_chat_range(b, full, keep, flen, spans, n_spans, piece_spans, false, err);
+    if (!s && d->eos >= 0) s = push(d, d->eos, err);
+    if (s) return wisp_error_prefix(err, "line %zu", line_no);
+    if (d->n_tokens > first) d->mem.tokens[first] |= UNSCORED_BIT; /* nothing predicts the first id */
+    if ((s = add_example(d, first, d->n_tokens - first, PER_TOKEN_MASK, false, err))) return s;
+    count_window(d, &d->mem.examples[d->n_examples - 1]);
     return WISP_OK;
 }
 
@@ -388,6 +476,13 @@ static wisp_status build_record(builder *b, const char *line, size_t n, size_t l
     wisp_status s = wisp_json_parse(&j, line, n, d->mem.nodes, d->mem.cap_nodes, NULL, err);
     if (s) return wisp_error_prefix(err, "line %zu", line_no);
     if (!wisp_json_is(&j, 0, WISP_JSON_OBJECT)) return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: not a JSON object", line_no);
+    int64_t pr = wisp_json_get(&j, 0, "prompt");
+    if (pr >= 0 && wisp_json_is(&j, pr, WISP_JSON_ARRAY)) {
+        if (!d->chat)
+            return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: a conversational prompt (a list of messages) needs a "
+                             "chat template (the model's, or --chat-template)", line_no);
+        return build_chat_completion_record(b, &j, n, line_no, err);
+    }
     if (wisp_json_get(&j, 0, "messages") >= 0) {
         if (!d->chat)
             return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: a conversation (\"messages\") needs a chat template "

@@ -134,6 +134,7 @@ typedef struct wisp_train_data {
     int32_t n_unscored;   /* of them, left with nothing to score */
     int64_t n_scored;     /* scored targets over all examples (within their windows) */
     int32_t n_records;    /* JSONL records kept (with packing, n_examples counts windows) */
+    int32_t n_dropped;    /* of the unscored, conversations ({"messages"}) dropped (other records are kept) */
 } wisp_train_data;
 
 /* What conversations are rendered with. */

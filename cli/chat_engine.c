@@ -14,6 +14,7 @@ void chat_opts_default(chat_opts *o) {
     o->n_predict = 512;
     o->sp = wisp_sampler_defaults();
     o->seed = UINT64_MAX;
+    o->lora_scale = 1.0f;
 }
 
 static char *copy_part(char **at, const char *s, size_t n) {
@@ -103,10 +104,11 @@ bool chat_engine_open(chat_engine *e, const chat_opts *o) {
     memset(e, 0, sizeof *e);
     e->o = *o;
     wisp_config cfg = wisp_config_default();
-    if (!cli_session_open(&e->s, &o->mo, &cfg)) return false;
+    if (!cli_adapted_session_open(&e->s, &e->ad, &o->loras, o->lora_scale, &o->mo, &cfg)) return false;
     e->tok = wisp_ctx_tokenizer(e->s.ctx);
     if (!cli_chat_template_open(&e->ct, &e->s.gguf, NULL, o->chat_template, NULL, NULL)) {
         cli_session_close(&e->s);
+        cli_adapters_close(&e->ad);
         return false;
     }
     if (o->tools && !cli_chat_template_load_tools(&e->ct, o->tools)) {
@@ -161,7 +163,7 @@ bool chat_engine_open(chat_engine *e, const chat_opts *o) {
         chat_engine_close(e);
         return false;
     }
-    e->n_ctx = wisp_ctx_config(e->s.ctx)->n_ctx;
+    e->n_ctx = wisp_ctx_config(e->s.ctx)->n_ctx - e->ad.n_prompt;
     e->cache_mem = malloc(sizeof(int32_t) * (size_t)e->n_ctx);
     e->prompt = malloc(sizeof(int32_t) * (size_t)e->n_ctx);
     if (!e->cache_mem || !e->prompt || (o->system && !chat_engine_add(e, "system", o->system, strlen(o->system)))) {
@@ -170,6 +172,7 @@ bool chat_engine_open(chat_engine *e, const chat_opts *o) {
         return false;
     }
     wisp_chat_cache_init(&e->cache, e->s.ctx, e->cache_mem, e->n_ctx);
+    wisp_chat_cache_lead(&e->cache, e->s.ctx, e->ad.prompt, e->ad.n_prompt);
     e->first = e->n_msgs;
     e->o.sp.seed = o->seed == UINT64_MAX ? cli_random_seed() : o->seed;
     wisp_sampler_init(&e->sampler, &e->o.sp);
@@ -184,6 +187,7 @@ void chat_engine_close(chat_engine *e) {
     cli_chat_template_close(&e->ct);
     cli_guide_close(&e->guide);
     cli_session_close(&e->s);
+    cli_adapters_close(&e->ad);
     memset(e, 0, sizeof *e);
 }
 
@@ -258,15 +262,17 @@ static bool fit_context(chat_engine *e, int32_t *n_prompt) {
             }
             return true;
         }
-        /* drop the oldest turn: a user message and what follows until the next user message */
-        if (e->n_msgs - e->first <= 1) {
+        /* drop the oldest turn: a user message and what follows until the next user message (a system
+         * prompt given among the messages is message 0 and stays: it is neither dropped nor counted) */
+        size_t from = e->first == 0 && has_system(e) ? 1 : e->first;
+        if (e->n_msgs - from <= 1) {
             fprintf(stderr, "wisp chat: the last message alone does not fit in the context of %d tokens with room for an "
                             "answer (raise --ctx)\n", e->n_ctx);
             return false;
         }
-        size_t i = e->first + 1;
+        size_t i = from + 1;
         while (i < e->n_msgs - 1 && strcmp(e->msgs[i].role, "user") != 0) i++;
-        dropped += (int32_t)(i - e->first);
+        dropped += (int32_t)(i - from);
         e->first = i;
     }
 }

@@ -12,6 +12,7 @@
 #include "chat_cache.h"
 #include "chat_template.h"
 #include "grammar_source.h"
+#include "lora_attach.h"
 #include "tool_calls.h"
 #include "sampler.h"
 #include "session.h"
@@ -32,6 +33,8 @@ typedef struct chat_opts {
     uint64_t seed;             /* UINT64_MAX: random */
     cli_str_list stops;        /* stop strings */
     bool quiet;                /* no statistics on stderr */
+    cli_str_list loras;        /* --lora: adapters as run takes them (LoRA, DoRA, a prompt's virtual tokens) */
+    float lora_scale;
 } chat_opts;
 
 void chat_opts_default(chat_opts *o);
@@ -41,6 +44,7 @@ bool chat_opts_usable(const chat_opts *o, const char *command);
 
 /* The options chat_opts holds, for a command's table (model options come separately). */
 #define CHAT_OPTS(o)                                                                                                  \
+    CLI_LORA_OPTS(&(o)->loras, &(o)->lora_scale),                                                                   \
     {"chat-template", 0, OPT_STR, &(o)->chat_template, "NAME|FILE",                                                   \
      "chat format: a built-in (chatml, llama3, gemma, phi3, phi4, zephyr, mistral) or a Jinja file; default: the model's"}, \
     {"n-predict", 'n', OPT_INT, &(o)->n_predict, "N", "most tokens per answer (stops earlier at end of turn)"},       \
@@ -74,13 +78,14 @@ typedef struct chat_stats {
 
 typedef struct chat_engine {
     cli_session s;
+    cli_adapters ad;         /* --lora; a prompt adapter's virtual tokens lead the cache */
     cli_chat_template ct;
     const wisp_tokenizer *tok;
     chat_opts o;
     wisp_chat_message *msgs; /* contents are owned (malloc'd) */
     size_t n_msgs, cap_msgs;
     size_t first;            /* first message kept after the system prompt (older ones dropped) */
-    int32_t n_ctx;
+    int32_t n_ctx;           /* positions for the conversation (after a prompt adapter's virtual tokens) */
     int32_t *cache_mem, *prompt;
     wisp_chat_cache cache;
     wisp_sampler sampler;

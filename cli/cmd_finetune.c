@@ -433,23 +433,13 @@ static bool setup_data(run *r) {
         fprintf(stderr, "wisp finetune: --format must be auto, text or jsonl and --docs file or blank\n");
         return false;
     }
-    if ((r->set.packing || r->set.chat_template) && (r->dpo || o.format != WISP_DATA_JSONL)) {
+    if ((r->set.packing && r->dpo) || ((r->set.packing || r->set.chat_template) && o.format != WISP_DATA_JSONL)) {
         fprintf(stderr, "wisp finetune: --packing and --chat-template are for JSONL records (plain text is always packed; "
-                        "--method dpo trains on pairs)\n");
+                        "--method dpo scores each answer in a window of its own)\n");
         return false;
     }
-    if (r->dpo) { /* pairs: two lockstep pipelines per file */
-        bool ok = ft_pairs_load(&r->pairs, r->set.data, tok, &o);
-        if (ok && r->set.val) {
-            wisp_data_options v = o;
-            cli_data_format(r->set.format, r->set.val, &v.format);
-            ok = ft_pairs_load(&r->val_pairs, r->set.val, tok, &v);
-            r->separate_val = ok;
-        }
-        return ok;
-    }
-    /* JSONL conversations are rendered with --chat-template, else the model's chat template (cli/chat_template.h);
-     * a chosen template that cannot be used stops the run */
+    /* JSONL conversations (and DPO's conversational pairs) are rendered with --chat-template, else the model's chat
+     * template (cli/chat_template.h); a chosen template that cannot be used stops the run */
     cli_chat_template ct;
     wisp_str has;
     bool chosen = r->set.chat_template != NULL;
@@ -458,12 +448,16 @@ static bool setup_data(run *r) {
                            cli_chat_template_open(&ct, &r->s.gguf, NULL, NULL, NULL, NULL));
     wisp_data_chat dc = {chat ? ct.tpl : NULL, chat ? ct.bos : NULL, chat ? ct.eos : NULL, chat ? ct.year : 0,
                          chat ? ct.month : 0, chat ? ct.day : 0};
-    bool ok = cli_data_load_chat(&r->train, r->set.data, tok, &o, chat ? &dc : NULL);
-    if (ok && r->set.val) {
-        wisp_data_options v = o;
-        cli_data_format(r->set.format, r->set.val, &v.format);
-        ok = cli_data_load_chat(&r->val, r->set.val, tok, &v, chat && v.format == WISP_DATA_JSONL ? &dc : NULL);
-        r->separate_val = ok;
+    wisp_data_options v = o;
+    if (r->set.val) cli_data_format(r->set.format, r->set.val, &v.format);
+    const wisp_data_chat *val_chat = chat && v.format == WISP_DATA_JSONL ? &dc : NULL;
+    bool ok;
+    if (r->dpo) { /* pairs: two lockstep pipelines per file */
+        ok = ft_pairs_load(&r->pairs, r->set.data, tok, &o, chat ? &dc : NULL);
+        if (ok && r->set.val) ok = ft_pairs_load(&r->val_pairs, r->set.val, tok, &v, val_chat), r->separate_val = ok;
+    } else {
+        ok = cli_data_load_chat(&r->train, r->set.data, tok, &o, chat ? &dc : NULL);
+        if (ok && r->set.val) ok = cli_data_load_chat(&r->val, r->set.val, tok, &v, val_chat), r->separate_val = ok;
     }
     if (chat) cli_chat_template_close(&ct);
     return ok;

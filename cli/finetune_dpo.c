@@ -10,7 +10,8 @@
 #include "preference_pairs.h"
 #include "session.h"
 
-bool ft_pairs_load(ft_pairs *p, const char *path, const wisp_tokenizer *tok, const wisp_data_options *opt) {
+bool ft_pairs_load(ft_pairs *p, const char *path, const wisp_tokenizer *tok, const wisp_data_options *opt,
+                   const wisp_data_chat *chat) {
     memset(p, 0, sizeof *p);
     if (opt->format != WISP_DATA_JSONL) {
         fprintf(stderr, "wisp: %s: DPO takes JSONL pairs {\"prompt\", \"chosen\", \"rejected\"}, not plain text\n", path);
@@ -31,7 +32,7 @@ bool ft_pairs_load(ft_pairs *p, const char *path, const wisp_tokenizer *tok, con
         if (!ok) break;
         char name[4200];
         snprintf(name, sizeof name, "%s (%s)", path, k == 0 ? "chosen" : "rejected");
-        if (!cli_data_load_bytes(dst[k], name, text, len, tok, opt, NULL)) {
+        if (!cli_data_load_bytes(dst[k], name, text, len, tok, opt, chat)) {
             err.message[0] = 0; /* already printed */
             ok = false;
         }

@@ -16,8 +16,10 @@ typedef struct ft_pairs {
     double *ref; /* [2][training pairs]: the reference's summed log-probs, chosen then rejected; NULL: none yet */
 } ft_pairs;
 
-/* Read a pairs JSONL file into both sides (prints why on failure). */
-bool ft_pairs_load(ft_pairs *p, const char *path, const wisp_tokenizer *tok, const wisp_data_options *opt);
+/* Read a pairs JSONL file into both sides (prints why on failure);
+ * conversational pairs are rendered with `chat` (NULL: refused by name). */
+bool ft_pairs_load(ft_pairs *p, const char *path, const wisp_tokenizer *tok, const wisp_data_options *opt,
+                   const wisp_data_chat *chat);
 void ft_pairs_free(ft_pairs *p);
 
 /* The reference (the base without the adapter) scores every training pair

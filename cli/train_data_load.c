@@ -72,14 +72,16 @@ bool cli_data_load_bytes(cli_data *c, const char *name, const char *bytes, size_
     if (ok) ok = chat ? !wisp_data_build_chat(&c->d, tok, (const char *)f.data, f.size, opt, &c->mem, chat, &err)
                       : !wisp_data_build(&c->d, tok, (const char *)f.data, f.size, opt, &c->mem, &err);
     c->d.chat = NULL; /* the template was needed to build only */
+    char dropped[64] = "";
+    if (ok && c->d.n_dropped)
+        snprintf(dropped, sizeof dropped, " (%d conversation%s among them dropped)", c->d.n_dropped, c->d.n_dropped == 1 ? "" : "s");
     if (ok && opt->format == WISP_DATA_JSONL && opt->packing) /* packed: nothing is cut, records share windows */
         fprintf(stderr, "%s: %d records kept, packed into %d windows of %d tokens, %d left with nothing to score%s; "
                 "%lld scored targets\n", path, c->d.n_records, c->d.n_examples, opt->seq_len + 1, c->d.n_unscored,
-                chat && c->d.n_unscored ? " (conversations among them dropped)" : "", (long long)c->d.n_scored);
+                dropped, (long long)c->d.n_scored);
     else if (ok && opt->format == WISP_DATA_JSONL) /* truncation is never silent */
         fprintf(stderr, "%s: %d records kept, %d cut to %d tokens, %d left with nothing to score%s; %lld scored targets\n",
-                path, c->d.n_records, c->d.n_truncated, opt->seq_len + 1, c->d.n_unscored,
-                chat && c->d.n_unscored ? " (conversations among them dropped)" : "", (long long)c->d.n_scored);
+                path, c->d.n_records, c->d.n_truncated, opt->seq_len + 1, c->d.n_unscored, dropped, (long long)c->d.n_scored);
     if (!ok) {
         fprintf(stderr, "wisp: %s: %s\n", path, err.message);
         cli_data_free(c);

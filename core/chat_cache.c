@@ -5,7 +5,28 @@ void wisp_chat_cache_init(wisp_chat_cache *c, wisp_ctx *ctx, int32_t *tokens, in
     c->tokens = tokens;
     c->cap = cap;
     c->n = 0;
+    c->lead = NULL;
+    c->n_lead = 0;
     wisp_rewind(ctx, 0);
+}
+
+void wisp_chat_cache_lead(wisp_chat_cache *c, wisp_ctx *ctx, const float *rows, int32_t n) {
+    c->lead = n > 0 ? rows : NULL;
+    c->n_lead = n > 0 ? n : 0;
+    c->n = 0;
+    wisp_rewind(ctx, 0);
+}
+
+/* Rewind to the lead plus `keep` tokens; returns how many tokens stayed
+ * (fewer when a sliding window's ring forgot them: then the lead is evaluated
+ * again first and none stayed), or -1 with *s set if that evaluation failed. */
+static int32_t rewind_after_lead(wisp_chat_cache *c, wisp_ctx *ctx, int32_t keep, wisp_status *s, wisp_error *err) {
+    wisp_rewind(ctx, c->n_lead + keep);
+    int32_t past = wisp_n_past(ctx);
+    if (past >= c->n_lead) return past - c->n_lead;
+    wisp_rewind(ctx, 0);
+    *s = wisp_eval_embeddings(ctx, c->lead, c->n_lead, err);
+    return *s ? -1 : 0;
 }
 
 wisp_status wisp_chat_cache_prefill(wisp_chat_cache *c, wisp_ctx *ctx, const int32_t *prompt, int32_t n,
@@ -16,12 +37,16 @@ wisp_status wisp_chat_cache_prefill(wisp_chat_cache *c, wisp_ctx *ctx, const int
     int32_t keep = 0;
     while (keep < c->n && keep < n && c->tokens[keep] == prompt[keep]) keep++;
     if (keep == n) keep--; /* the last token runs again: its logits start the answer */
-    wisp_rewind(ctx, keep);
     /* a sliding-window model's ring may no longer hold the window before
      * `keep`: then the rewind forgot everything and the prompt runs whole */
-    keep = wisp_n_past(ctx);
+    wisp_status s = WISP_OK;
+    keep = rewind_after_lead(c, ctx, keep, &s, err);
+    if (keep < 0) {
+        c->n = 0;
+        return s;
+    }
     c->n = keep;
-    wisp_status s = wisp_eval(ctx, prompt + keep, n - keep, err);
+    s = wisp_eval(ctx, prompt + keep, n - keep, err);
     if (s) { /* wisp_eval changed nothing: the cache holds the kept prefix */
         return s;
     }

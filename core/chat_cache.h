@@ -12,17 +12,28 @@
 #include "wisp.h"
 
 typedef struct wisp_chat_cache {
-    int32_t *tokens; /* caller memory: n_ctx entries */
+    int32_t *tokens;   /* caller memory: n_ctx entries */
     int32_t cap;
-    int32_t n;       /* tokens in the KV cache, in order */
+    int32_t n;         /* tokens in the KV cache, in order, after the lead */
+    const float *lead; /* embedding rows [n_lead][dim] at the context's first positions, or NULL */
+    int32_t n_lead;
 } wisp_chat_cache;
 
 /* Start empty (and clear the context's cache). */
 void wisp_chat_cache_init(wisp_chat_cache *c, wisp_ctx *ctx, int32_t *tokens, int32_t cap);
 
-/* Make the cache hold exactly prompt[0..n) with the logits of its last token
- * ready: rewinds to the common prefix and evaluates the rest (at least the
- * last token, so there are logits). *n_evaluated gets how many were run. */
+/* Lead every prompt with `n` embedding rows (a prompt-tuning adapter's
+ * virtual tokens; caller memory that outlives the cache): they take the
+ * context's first n positions, before the conversation's first token, stay
+ * there across turns and resets, and are evaluated again whenever a sliding
+ * window's ring has overwritten them. Token positions then start at n, so
+ * `cap` must leave room for them. Clears the cache. */
+void wisp_chat_cache_lead(wisp_chat_cache *c, wisp_ctx *ctx, const float *rows, int32_t n);
+
+/* Make the cache hold exactly prompt[0..n) (after the lead) with the logits
+ * of its last token ready: rewinds to the common prefix and evaluates the
+ * rest (at least the last token, so there are logits). *n_evaluated gets how
+ * many tokens were run (the lead's rows are not counted). */
 wisp_status wisp_chat_cache_prefill(wisp_chat_cache *c, wisp_ctx *ctx, const int32_t *prompt, int32_t n,
                                     int32_t *n_evaluated, wisp_error *err);
 

@@ -285,32 +285,43 @@ static wisp_status build_data(ww_train *t, const char *bytes, size_t n, const ww
 /* DPO: the pairs {prompt, chosen, rejected} (JSONL) as two pipelines of
  * prompt/completion records built with the same options and seed, so example
  * i of each is pair i (adapters/preference_pairs.h), as `wisp finetune
- * --method dpo` builds them. */
-static wisp_status build_pairs(ww_train *t, const char *bytes, size_t n, const ww_train_in *ti, wisp_error *err) {
+ * --method dpo` builds them; conversational pairs (lists of messages) are
+ * rendered with the template spec[0..spec_len) chooses, else the model's. */
+static wisp_status build_pairs(ww_train *t, const char *bytes, size_t n, const ww_train_in *ti, const char *spec,
+                               uint32_t spec_len, wisp_error *err) {
     const wisp_tokenizer *tok = wisp_ctx_tokenizer(t->ctx);
     if (!ti->jsonl) return wisp_fail(err, WISP_ERR_ARG, "DPO takes JSONL pairs {\"prompt\", \"chosen\", \"rejected\"}, not plain text");
     if (ti->packing) return wisp_fail(err, WISP_ERR_ARG, "DPO scores each answer in a window of its own: packing is not for DPO");
     wisp_data_options o = {WISP_DATA_JSONL, WISP_DOCS_FILE, t->S, 0.0f, t->plan.cfg.train.seed, 0, false};
+    wisp_data_chat chat;
+    void *chat_mem = NULL;
     size_t cap = 0, cap_nodes = 0, len = 0;
-    wisp_status s = wisp_pairs_plan(bytes, n, &cap, &cap_nodes, err);
-    if (s) return s;
+    wisp_status s = chat_template_of(t->m, tok, spec, spec_len, &chat, &chat_mem, err);
+    if (!s) s = wisp_pairs_plan(bytes, n, &cap, &cap_nodes, err);
+    if (s) {
+        ww_free(chat_mem);
+        return s;
+    }
     char *text = malloc(cap ? cap : 1);
     wisp_json_node *nodes = malloc((cap_nodes ? cap_nodes : 1) * sizeof *nodes);
     if (!text || !nodes) s = wisp_fail(err, WISP_ERR_CAPACITY, "out of wasm memory for %zu bytes of pairs", cap);
     const wisp_pair_side sides[2] = {WISP_PAIR_CHOSEN, WISP_PAIR_REJECTED};
     wisp_train_data *data[2] = {&t->data, &t->rejected};
     wisp_data_memory *mem[2] = {&t->mem, &t->rejected_mem};
+    const wisp_data_chat *with = chat_mem ? &chat : NULL;
     for (int k = 0; k < 2 && !s; k++) {
         wisp_data_plan_info info;
         s = wisp_pairs_side(bytes, n, sides[k], nodes, cap_nodes, text, cap, &len, err);
-        if (!s) s = wisp_data_plan(tok, text, len, &o, &info, err);
-        if (!s) s = build_data_in(data[k], mem[k], tok, text, len, &o, &info, NULL, err);
+        if (!s) s = with ? wisp_data_plan_chat(tok, text, len, &o, with, &info, err) : wisp_data_plan(tok, text, len, &o, &info, err);
+        if (!s) s = build_data_in(data[k], mem[k], tok, text, len, &o, &info, with, err);
+        data[k]->chat = NULL; /* the template was needed to build only */
         if (s) wisp_error_prefix(err, k == 0 ? "the chosen answers" : "the rejected answers");
     }
     if (!s && t->data.n_examples != t->rejected.n_examples)
         s = wisp_fail(err, WISP_ERR_INTERNAL, "%d chosen but %d rejected answers", t->data.n_examples, t->rejected.n_examples);
     free(text);
     free(nodes);
+    ww_free(chat_mem);
     return s;
 }
 
@@ -364,11 +375,8 @@ API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, ui
         goto fail;
     }
     if (init_len && init_prompt_from_text(t, init, init_len, &m->err)) goto fail;
-    if (t->dpo && spec_len) {
-        wisp_fail(&m->err, WISP_ERR_ARG, "DPO pairs are prompt/chosen/rejected strings: a chat template is not for them");
+    if (t->dpo ? build_pairs(t, bytes, n, ti, spec, spec_len, &m->err) : build_data(t, bytes, n, ti, spec, spec_len, &m->err))
         goto fail;
-    }
-    if (t->dpo ? build_pairs(t, bytes, n, ti, &m->err) : build_data(t, bytes, n, ti, spec, spec_len, &m->err)) goto fail;
     free(bytes);
     bytes = NULL;
     if (t->dpo && reference_logps(t, ti->steps, &m->err)) goto fail;

@@ -127,7 +127,7 @@ for f in conv implicit extra; do
     out=$("$WISP" finetune -m "$model" --method dpo --data "$WORK/$f.jsonl" -o "$WORK/dpo-bad" --overwrite -q 2>&1) &&
         fail "$f pairs were accepted"
     case "$f:$out" in
-        conv:*"list of messages"*|implicit:*'no "prompt"'*|extra:*'key "score"'*) ok ;;
+        conv:*"all be strings or all be lists"*|implicit:*'no "prompt"'*|extra:*'key "score"'*) ok ;;
         *) fail "$f pairs: unclear error: $out" ;;
     esac
 done

@@ -211,6 +211,7 @@ for name in "${names[@]}"; do
             export WISP_FUZZ_VOCAB="$S/models/stories260K.gguf"
             [ -f "$WISP_FUZZ_VOCAB" ] || export WISP_FUZZ_VOCAB="$base_tiny"
             seed "$name" "$seeds"/*.text "$seeds/records.jsonl" "$seeds/chats.jsonl"
+            printf '%s\n' '{"prompt": [{"role": "user", "content": "Q?"}], "completion": [{"role": "assistant", "content": "A."}], "paired_completion": [{"role": "assistant", "content": "B"}]}' > "$c/min-conversational-completion"
             opts+=(-max_len=8192 -dict="$PWD/tests/fuzz/json.dict") ;;
         fuzz_template)
             # the real templates of ../shared/golden/chat, each after an option byte
@@ -238,6 +239,7 @@ EOF
             printf '%s\n' '{"prompt": "Q: Who?\nA:", "chosen": " Romeo \"the\" \u00e9", "rejected": " Juliet."}' '' \
                 '{"prompt": "", "chosen": "a", "rejected": "b"}' > "$c/min-pairs"
             printf '%s\n' '{"prompt": "x", "chosen": [{"role": "assistant", "content": "y"}], "rejected": "z"}' > "$c/min-conversational"
+            printf '%s\n' '{"prompt": [{"role": "user", "content": "x"}], "chosen": [{"role": "assistant", "content": "y"}], "rejected": [{"role": "assistant", "content": "z\\n"}]}' > "$c/min-conversational-pair"
             opts+=(-max_len=8192 -dict="$PWD/tests/fuzz/json.dict") ;;
         fuzz_train_state)
             export WISP_FUZZ_BASES="$base_tiny"

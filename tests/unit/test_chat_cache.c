@@ -1,7 +1,11 @@
 /* Multi-turn reuse of the KV cache: the second turn of a chat evaluates only
  * the tokens its rendering adds after what the first turn left in the cache
  * (counted), and the logits it ends with equal those of a fresh context that
- * reads the whole conversation at once (relative RMS error below 1e-5). */
+ * reads the whole conversation at once (relative RMS error below 1e-5).
+ * With a lead of embedding rows (a prompt-tuning adapter's virtual tokens),
+ * the same holds against a fresh context that reads the rows first, across
+ * a second turn, a reset to a shorter conversation, and a sliding window's
+ * ring that forgot the rows (evaluated again). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +130,65 @@ static void two_turns(void) {
     close_model(&b);
 }
 
+/* Fresh context b reading the lead rows then prompt[0..n): its last logits
+ * against a's (relative RMS). */
+static double against_fresh(model *a, model *b, const float *lead, int32_t n_lead, const int32_t *prompt, int32_t n) {
+    wisp_error err = {0};
+    wisp_rewind(b->ctx, 0);
+    if (wisp_eval_embeddings(b->ctx, lead, n_lead, &err) || wisp_eval(b->ctx, prompt, n, &err)) {
+        fprintf(stderr, "fresh evaluation: %s\n", err.message);
+        return 1e9;
+    }
+    return rel_rms(wisp_logits(a->ctx, -1), wisp_logits(b->ctx, -1), (size_t)wisp_ctx_hparams(a->ctx)->n_vocab);
+}
+
+static void led_turns(const char *name, bool windowed) {
+    const char *path = shared_path(name);
+    REQUIRE(path, "%s missing under WISP_SHARED", name);
+    model a, b;
+    REQUIRE(open_model(&a, path) && open_model(&b, path), "open %s", path);
+    const wisp_hparams *hp = wisp_ctx_hparams(a.ctx);
+    enum { N_LEAD = 5 };
+    static float lead[N_LEAD * 1024];
+    REQUIRE(hp->dim <= 1024, "dim %d", hp->dim);
+    for (int32_t i = 0; i < N_LEAD * hp->dim; i++) lead[i] = 0.05f * sinf(0.37f * (float)i + 1.0f);
+    int32_t cache_mem[200], p[120];
+    for (int32_t i = 0; i < 120; i++) p[i] = 1 + (int32_t)((i * 7919u + 13u) % (uint32_t)(hp->n_vocab - 1));
+    wisp_chat_cache cache;
+    wisp_chat_cache_init(&cache, a.ctx, cache_mem, 200);
+    wisp_chat_cache_lead(&cache, a.ctx, lead, N_LEAD);
+    wisp_error err = {0};
+    int32_t ran = 0;
+    /* turn 1: 20 tokens after the lead, then 4 pushed as an answer */
+    REQUIRE(wisp_chat_cache_prefill(&cache, a.ctx, p, 20, &ran, &err) == WISP_OK, "%s", err.message);
+    CHECK(ran == 20 && wisp_n_past(a.ctx) == N_LEAD + 20, "%s: turn 1 ran %d, n_past %d", name, ran, wisp_n_past(a.ctx));
+    double e = against_fresh(&a, &b, lead, N_LEAD, p, 20);
+    CHECK(e < 1e-5, "%s: turn 1 led logits differ from a fresh reading: %g", name, e);
+    for (int i = 20; i < 24; i++) REQUIRE(wisp_chat_cache_push(&cache, a.ctx, p[i], &err) == WISP_OK, "%s", err.message);
+    /* turn 2 extends it: only the new tokens run */
+    REQUIRE(wisp_chat_cache_prefill(&cache, a.ctx, p, 100, &ran, &err) == WISP_OK, "%s", err.message);
+    CHECK(ran == 76, "%s: turn 2 evaluated %d tokens, not the 76 new ones", name, ran);
+    e = against_fresh(&a, &b, lead, N_LEAD, p, 100);
+    CHECK(e < 1e-5, "%s: turn 2 led logits differ from a fresh reading: %g", name, e);
+    /* a reset: a conversation sharing only its first 6 tokens (a sliding
+     * window's ring, 64 positions here, has overwritten the lead by now: it
+     * runs again) */
+    int32_t q[30];
+    for (int32_t i = 0; i < 30; i++) q[i] = i < 6 ? p[i] : p[119 - i];
+    REQUIRE(wisp_chat_cache_prefill(&cache, a.ctx, q, 30, &ran, &err) == WISP_OK, "%s", err.message);
+    CHECK(windowed ? ran == 30 : ran == 24, "%s: after the reset %d tokens ran (%s)", name, ran,
+          windowed ? "the ring forgot the lead: all 30" : "the 24 after the shared 6");
+    CHECK(wisp_n_past(a.ctx) == N_LEAD + 30, "%s: n_past %d after the reset", name, wisp_n_past(a.ctx));
+    e = against_fresh(&a, &b, lead, N_LEAD, q, 30);
+    CHECK(e < 1e-5, "%s: led logits after the reset differ from a fresh reading: %g", name, e);
+    printf("%s: lead of %d rows kept across turns and a reset (relative RMS %.3g)\n", name, N_LEAD, e);
+    close_model(&a);
+    close_model(&b);
+}
+
 int main(void) {
     two_turns();
+    led_turns("models/stories260K.gguf", false);
+    led_turns("models/synthetic/syn-gemma2-f32.gguf", true);
     return check_report("test_chat_cache");
 }

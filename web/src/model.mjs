@@ -428,7 +428,9 @@ export class Model {
    * Fine-tune an adapter on `data` (a text, an array of documents, or
    * records) with options.method: 'lora' (default), 'rslora', 'dora', or
    * 'dpo' (a LoRA adapter trained on {prompt, chosen, rejected} pairs with
-   * trl's DPO loss; progress events carry trl's rewards/* metrics).
+   * trl's DPO loss; progress events carry trl's rewards/* metrics; the three
+   * are strings, or lists of messages rendered with options.template or the
+   * model's chat template as trl renders conversational pairs).
    * Memory for the session is allocated before the first step and released
    * after the last; the steps allocate nothing (progress events carry
    * memoryBytes, constant from the first step on). Aborting rejects with an
@@ -612,7 +614,6 @@ function finetuneOptions(options) {
   if (!DPO_LOSSES.includes(o.lossType)) throw new WispError('arg', `lossType must be one of ${DPO_LOSSES.join(', ')} (got '${o.lossType}')`);
   if (o.lossType === 'ipo' && o.labelSmoothing !== 0) throw new WispError('arg', "labelSmoothing is for lossType 'sigmoid', not 'ipo'");
   if (o.method === 'dpo' && o.packing) throw new WispError('arg', "packing is not for method 'dpo': each answer is scored in a window of its own");
-  if (o.method === 'dpo' && o.template !== undefined) throw new WispError('arg', "template is not for method 'dpo': pairs are {prompt, chosen, rejected} strings");
   o.alpha ??= 2 * o.rank;
   o.warmup ??= Math.floor(o.steps / 20);
   checkNumber('rank', o.rank, { min: 1, max: 4096, integer: true });
@@ -641,7 +642,7 @@ function finetuneOptions(options) {
 function trainingText(data, o) {
   if (o.method === 'dpo') {
     if (!Array.isArray(data) || data.length === 0 || !data.every((d) => d && typeof d === 'object' && !Array.isArray(d)))
-      throw new WispError('arg', "method 'dpo' takes an array of records {prompt, chosen, rejected}");
+      throw new WispError('arg', "method 'dpo' takes an array of records {prompt, chosen, rejected} (strings, or lists of messages)");
     return { text: data.map((r) => JSON.stringify(r)).join('\n'), format: 'jsonl', docs: 'file' };
   }
   if (typeof data === 'string') {

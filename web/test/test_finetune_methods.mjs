@@ -99,6 +99,22 @@ const ipoEvents = [];
 compareSteps('DPO ipo', ipoEvents, wispFinetune('ipo', pairsFile, ['--method', 'dpo', '--loss-type', 'ipo', '--ctx', '48', '-b', '4',
   '--steps', '3', '--lr', '0.0005', '--schedule', 'constant', '--warmup', '0']), [['loss', 'loss']]);
 
+// trl's conversational pairs (lists of messages), rendered with the ChatML template: the same losses as the CLI's
+// --chat-template chatml run
+const convPairs = pairs.map((r) => ({ prompt: [{ role: 'user', content: r.prompt }],
+  chosen: [{ role: 'assistant', content: r.chosen.trim() }], rejected: [{ role: 'assistant', content: r.rejected.trim() }] }));
+const convFile = path.join(dir, 'conv-pairs.jsonl');
+writeFileSync(convFile, convPairs.map((r) => JSON.stringify(r)).join('\n') + '\n');
+const convEvents = [];
+(await model.finetune(convPairs, { method: 'dpo', ...dpoSettings, ctx: 96, steps: 3, template: 'chatml',
+  onProgress: (p) => convEvents.push(p) })).dispose();
+compareSteps('DPO on conversational pairs', convEvents, wispFinetune('dpo-conv', convFile, ['--method', 'dpo', '--chat-template',
+  'chatml', '--ctx', '96', '-b', '4', '--steps', '3', '--lr', '0.0005', '--schedule', 'constant', '--warmup', '0', '--beta', '0.1']),
+[['loss', 'loss'], ['rewards/chosen', 'rewards/chosen'], ['rewards/margins', 'rewards/margins']]);
+const noTemplate = await expectError(() => model.finetune(convPairs, { method: 'dpo', ...dpoSettings, steps: 1 }), 'unsupported',
+  'conversational pairs without a template (stories260K has none) are refused');
+check(/needs a chat template/.test(noTemplate.message), `the refusal names the template: ${noTemplate.message}`);
+
 // the DPO adapter generates in this session and exports as PEFT, as LoRA does
 const prompt = 'Once upon a time, Tim saw a ball.';
 const opts = { maxTokens: 24, temperature: 0 };

@@ -210,8 +210,10 @@ export interface GenerationStats {
 export type TrainingRecord = { prompt: string; completion: string } | { instruction: string; input?: string; output: string }
   | { messages: ChatMessage[] };
 
-/** A preference pair for method 'dpo' (trl's explicit-prompt form; no other keys). */
-export interface PreferencePair { prompt: string; chosen: string; rejected: string }
+/** A preference pair for method 'dpo' (trl's explicit-prompt form; no other keys): strings, or (trl's conversational
+ * form) lists of messages rendered with the chat template, the prompt ending with the user's message. */
+export type PreferencePair = { prompt: string; chosen: string; rejected: string }
+  | { prompt: ChatMessage[]; chosen: ChatMessage[]; rejected: ChatMessage[] };
 
 /** Training data: one text, several documents, or records (method 'dpo': preference pairs). */
 export type TrainingData = string | string[] | TrainingRecord[] | PreferencePair[];
