@@ -143,8 +143,8 @@ int cmd_logits(int argc, char **argv) {
     };
     const cli_command cmd = {
         "logits", "-m MODEL -p PROMPT [-p PROMPT ...] --json [--grammar GBNF | --json-schema SCHEMA | ...]",
-        "For each prompt (BOS added): its tokens, the logits after every token, and the 32-token greedy\n"
-        "continuation, as JSON in the schema of the golden reference files:\n"
+        "For each prompt (BOS added): its tokens, the logits after every token, and the greedy continuation\n"
+        "(-n tokens, 32 by default), as JSON in the schema of the golden reference files:\n"
         "{model, n_vocab, cases:[{prompt, tokens, logits[pos][vocab], greedy}]}",
         "With a grammar (--grammar, --grammar-file, --json-schema, or --json-mode for any JSON object;\n"
         "--json here is the output format, so the JSON mode is spelled --json-mode), the grammar\n"

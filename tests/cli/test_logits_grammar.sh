@@ -120,5 +120,6 @@ ok
 expect_fail "$WISP" logits -m "$M" -p "$P" --json --json-mode --grammar 'root ::= "a"'
 expect_fail "$WISP" logits -m "$M" -p "$P" --json --json-bounded
 expect_fail "$WISP" logits -m "$M" -p "$P" --json-mode
+expect_fail "$WISP" run -m "$M" -p "$P" -n 4 --json-bounded   # never ignored silently
 "$WISP" logits --help | grep -q -- "--json-mode" || fail "help names --json-mode"; ok
 done_ok
