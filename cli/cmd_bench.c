@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -48,14 +47,6 @@ static double median(const double *v, int n) {
     memcpy(s, v, sizeof(double) * (size_t)n);
     qsort(s, (size_t)n, sizeof(double), cmp_double);
     return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
-
-/* CPU seconds this process has used (all threads). */
-static double cpu_seconds(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
-           (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static void json_list(const char *key, const double *v, int n) {
@@ -123,7 +114,7 @@ int cmd_bench(int argc, char **argv) {
     wisp_error err = {0};
     wisp_status st = WISP_OK;
     for (int r = -1; r < reps && !st; r++) { /* r = -1: warm-up (faults the weights in) */
-        double c0 = cpu_seconds();
+        double c0 = cli_cpu_seconds();
         wisp_rewind(ctx, 0);
         double t0 = cli_now();
         if (n_prompt) st = wisp_eval(ctx, tokens, n_prompt, &err);
@@ -134,7 +125,7 @@ int cmd_bench(int argc, char **argv) {
             prefill[r] = n_prompt ? n_prompt / (t1 - t0) : 0.0;
             decode[r] = n_gen ? n_gen / (t2 - t1) : 0.0;
             wall += t2 - t0;
-            cpu += cpu_seconds() - c0;
+            cpu += cli_cpu_seconds() - c0;
         }
         if (tty) fprintf(stderr, "\rbench: %s %d of %d", r < 0 ? "warm-up" : "run", r + 1, reps);
     }

@@ -107,7 +107,7 @@ int cmd_run(int argc, char **argv) {
     double t_prefill = cli_now() - t0;
     int32_t n_gen = 0, n_tok = (int32_t)n_prompt;
     bool context_full = false;
-    double t1 = cli_now();
+    double t1 = cli_now(), c1 = cli_cpu_seconds();
     char piece[256];
     while (!st && n_gen < n_predict) {
         int32_t next = wisp_sample(ctx, &sampler, tokens, (size_t)n_tok);
@@ -122,15 +122,16 @@ int cmd_run(int argc, char **argv) {
         if (n_gen == n_predict) break;
         st = wisp_eval(ctx, &next, 1, &err);
     }
-    double t_decode = cli_now() - t1;
+    double t_decode = cli_now() - t1, c_decode = cli_cpu_seconds() - c1;
     fputc('\n', stdout);
     fflush(stdout);
     if (st && err.message[0]) cli_report(mo.model, &err); /* evaluation errors (e.g. NaN activations) are the model's */
     if (context_full) fprintf(stderr, "wisp run: stopped: the context of %d tokens is full (raise --ctx)\n", n_ctx);
     if (!quiet)
-        fprintf(stderr, "[prompt %zu tokens in %.3f s (%.1f tok/s), generated %d tokens in %.3f s (%.1f tok/s), seed %llu, kernels %s]\n",
+        fprintf(stderr, "[prompt %zu tokens in %.3f s (%.1f tok/s), generated %d tokens in %.3f s (%.1f tok/s; CPU %.3f s), seed %llu, "
+                "kernels %s]\n",
                 n_prompt, t_prefill, t_prefill > 0 ? (double)n_prompt / t_prefill : 0.0, n_gen, t_decode,
-                t_decode > 0 && n_gen > 1 ? (double)(n_gen - 1) / t_decode : 0.0, (unsigned long long)seed,
+                t_decode > 0 && n_gen > 1 ? (double)(n_gen - 1) / t_decode : 0.0, c_decode, (unsigned long long)seed,
                 wisp_ctx_kernels_name(ctx));
     if (!st && guide.mem && !wisp_guide_done(&guide.guide)) {
         fprintf(stderr, "wisp run: the output is incomplete: generation stopped before the grammar's end (raise -n)\n");

@@ -77,10 +77,14 @@ char *cli_schema_gbnf(const char *schema, size_t len, bool bounded, const char *
 
 char *cli_grammar_text(const cli_grammar_opts *o, bool *none, const char *who) {
     int given = (o->text != NULL) + (o->file != NULL) + (o->schema != NULL) + o->json;
-    *none = given == 0;
-    if (given == 0) return NULL;
+    *none = given == 0 && !o->bounded;
+    if (*none) return NULL;
     if (given > 1) {
-        fprintf(stderr, "wisp %s: give only one of --grammar, --grammar-file, --json-schema, --json\n", who);
+        fprintf(stderr, "wisp %s: give only one of --grammar, --grammar-file, --json-schema, --json-mode\n", who);
+        return NULL;
+    }
+    if (o->bounded && !o->json && !o->schema) { /* never ignored silently */
+        fprintf(stderr, "wisp %s: --json-bounded goes with --json-mode or --json-schema\n", who);
         return NULL;
     }
     if (o->text) {
@@ -89,10 +93,6 @@ char *cli_grammar_text(const cli_grammar_opts *o, bool *none, const char *who) {
         return t;
     }
     if (o->file) return cli_read_text(o->file, NULL, who);
-    if (o->bounded && !o->json && !o->schema) {
-        fprintf(stderr, "wisp %s: --json-bounded goes with --json or --json-schema\n", who);
-        return NULL;
-    }
     if (o->json) {
         wisp_json_schema_limits lim = wisp_json_schema_bounded();
         size_t n = wisp_json_any_gbnf(1, o->bounded ? &lim : NULL, NULL, 0);

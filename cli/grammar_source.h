@@ -1,5 +1,5 @@
 /* Where a grammar comes from on the command line (--grammar, --grammar-file,
- * --json-schema, --json), turned into GBNF text, and a compiled grammar with
+ * --json-schema, --json-mode), turned into GBNF text, and a compiled grammar with
  * its matcher in one malloc'd, planned block. Shared by `wisp grammar` and
  * the generating commands. */
 #ifndef WISP_CLI_GRAMMAR_SOURCE_H
@@ -16,18 +16,25 @@ typedef struct cli_grammar_opts {
     const char *text;   /* --grammar GBNF */
     const char *file;   /* --grammar-file PATH */
     const char *schema; /* --json-schema PATH or inline JSON */
-    bool json;          /* --json: any JSON object */
+    bool json;          /* --json-mode (on run and chat also --json): any JSON object */
     bool bounded;       /* --json-bounded: short strings and arrays, no unlisted properties */
 } cli_grammar_opts;
 
-#define CLI_GRAMMAR_OPTS(o)                                                                                         \
+/* The grammar options every generating command takes. `wisp logits` uses
+ * these alone: its --json already names its output format. */
+#define CLI_GRAMMAR_SOURCE_OPTS(o)                                                                                  \
     {"grammar", 0, OPT_STR, &(o)->text, "GBNF", "constrain the output to this grammar (llama.cpp GBNF syntax)"},    \
     {"grammar-file", 0, OPT_STR, &(o)->file, "PATH", "constrain the output to the GBNF grammar in PATH"},             \
     {"json-schema", 0, OPT_STR, &(o)->schema, "SCHEMA", "constrain the output to JSON valid under SCHEMA (a file or inline JSON)"}, \
-    {"json", 0, OPT_FLAG, &(o)->json, NULL, "constrain the output to a JSON object"},                               \
+    {"json-mode", 0, OPT_FLAG, &(o)->json, NULL, "constrain the output to a JSON object (any keys and values)"},      \
     {"json-bounded", 0, OPT_FLAG, &(o)->bounded, NULL,                                                              \
-     "with --json/--json-schema: strings of at most 24 characters, arrays of at most 4 items, recursion 1 deep, no properties the "  \
-     "schema does not list (for small models that ramble)"}
+     "with --json-mode/--json-schema: strings of at most 24 characters, arrays of at most 4 items, recursion 1 deep, no "  \
+     "properties the schema does not list (for small models that ramble)"}
+
+/* run and chat: the above, and --json as the short spelling of --json-mode */
+#define CLI_GRAMMAR_OPTS(o)                                                                                         \
+    CLI_GRAMMAR_SOURCE_OPTS(o),                                                                                     \
+    {"json", 0, OPT_FLAG, &(o)->json, NULL, "the same as --json-mode"}
 
 /* Read a whole file (NUL-terminated, malloc'd). NULL with a message on stderr. */
 char *cli_read_text(const char *path, size_t *len, const char *who);

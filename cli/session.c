@@ -23,6 +23,12 @@ double cli_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double cli_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 void cli_report(const char *what, const wisp_error *err) {
     fprintf(stderr, "wisp: %s: %s\n", what, err->message);
 }

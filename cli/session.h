@@ -66,6 +66,8 @@ uint32_t cli_text_bytes_for(size_t n);
 
 /* Seconds on a monotonic clock. */
 double cli_now(void);
+/* CPU seconds this process has used (all threads): on a busy machine, what a run really cost */
+double cli_cpu_seconds(void);
 
 /* Print "wisp: <what>: <message>" to stderr. */
 void cli_report(const char *what, const wisp_error *err);

@@ -75,18 +75,24 @@ static int32_t draw(const float *logits, int32_t n_vocab, wisp_sampler *s, const
                     wisp_candidate *c, const uint32_t *allowed) {
     const wisp_sampler_params *p = &s->p;
     size_t n = (size_t)n_vocab;
-    for (size_t i = 0; i < n; i++) {
-        c[i].id = (int32_t)i;
-        c[i].logit = logits[i] == logits[i] ? logits[i] : -INFINITY; /* a NaN never wins */
-    }
     if (allowed) {
-        /* the allowed tokens first, so that top-k and the cut-offs only ever see them */
+        /* only the allowed tokens, so that top-k and the cut-offs only ever see them (a word of the
+         * mask at a time: inside a grammar most words are empty or full) */
         size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if ((allowed[i >> 5] >> (i & 31)) & 1u) c[k++] = c[i];
+        for (size_t w = 0; w * 32 < n; w++)
+            for (uint32_t bits = allowed[w]; bits; bits &= bits - 1) {
+                size_t i = w * 32 + (size_t)__builtin_ctz(bits);
+                if (i >= n) break;
+                c[k].id = (int32_t)i;
+                c[k++].logit = logits[i] == logits[i] ? logits[i] : -INFINITY; /* a NaN never wins */
+            }
         n = k;
         if (n == 0) return -1;
-    }
+    } else
+        for (size_t i = 0; i < n; i++) {
+            c[i].id = (int32_t)i;
+            c[i].logit = logits[i] == logits[i] ? logits[i] : -INFINITY;
+        }
     if (p->repeat_penalty != 1.0f && history && p->repeat_last_n != 0) {
         size_t look = p->repeat_last_n < 0 ? n_history : (size_t)p->repeat_last_n;
         size_t from = n_history > look ? n_history - look : 0;

@@ -47,6 +47,22 @@ export function completeResult(text, options) {
   }
 }
 
+// A stream's whole text, as complete() and chat() with a schema return it.
+export async function wholeAnswer(pieces, options) {
+  let text = '';
+  for await (const piece of pieces) text += piece;
+  return completeResult(text, options);
+}
+
+// chat()'s stream; with a schema it is also awaitable: `await model.chat(messages, { jsonSchema })`
+// gives the parsed answer, as complete() does, while iterating it still streams the text.
+export function chatStream(pieces, options) {
+  if (options.jsonSchema === undefined) return pieces;
+  let answer = null;
+  pieces.then = (resolve, reject) => (answer ??= wholeAnswer(pieces, options)).then(resolve, reject);
+  return pieces;
+}
+
 // The engine configuration from user options, with the package's defaults
 // (the engine's, plus room for 4 adapters of rank <= 64: a few kilobytes),
 // and the threads the model will run on (see chooseThreads).
@@ -312,18 +328,17 @@ export class Model {
    * rendered with the chat template and tokenized with its special tokens
    * (never the messages' own text), and the KV cache keeps what the
    * conversation shares with the last prompt, so a new turn evaluates only
-   * its new tokens. Options: generate's, plus template and date.
+   * its new tokens. Options: generate's, plus template and date. With
+   * jsonSchema the stream can also be awaited: the parsed answer, as complete gives.
    */
-  async *chat(messages, options = {}) {
+  chat(messages, options = {}) {
     const { template, date, ...rest } = options;
-    yield* this.generate({ messages, template, date }, rest);
+    return chatStream(this.generate({ messages, template, date }, rest), options);
   }
 
   /** The continuation of `prompt` as one string (with jsonSchema: the parsed JSON value). */
   async complete(prompt, options = {}) {
-    let text = '';
-    for await (const piece of this.generate(prompt, options)) text += piece;
-    return completeResult(text, options);
+    return wholeAnswer(this.generate(prompt, options), options);
   }
 
   /**

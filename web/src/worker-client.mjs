@@ -4,7 +4,7 @@
 // ArrayBuffer are copied to it (or moved, with { transfer: true }).
 import { isNode } from './engine.mjs';
 import { WispError } from './errors.mjs';
-import { completeResult } from './model.mjs';
+import { chatStream, wholeAnswer } from './model.mjs';
 import { asyncDisposeSymbol } from './util.mjs';
 
 async function spawn(url) {
@@ -162,16 +162,14 @@ export class WorkerModel {
   embed(text, options = {}) { return this._call('embed', { text, options }); }
   applyTemplate(messages, options = {}) { return this._call('applyTemplate', { messages, options }); }
 
-  /** Model.chat in the worker: generate with the conversation as the prompt. */
-  async *chat(messages, options = {}) {
+  /** Model.chat in the worker: generate with the conversation as the prompt (awaitable with a schema). */
+  chat(messages, options = {}) {
     const { template, date, ...rest } = options;
-    yield* this.generate({ messages, template, date }, rest);
+    return chatStream(this.generate({ messages, template, date }, rest), options);
   }
 
   async complete(prompt, options = {}) {
-    let text = '';
-    for await (const piece of this.generate(prompt, options)) text += piece;
-    return completeResult(text, options);
+    return wholeAnswer(this.generate(prompt, options), options);
   }
 
   async *generate(prompt, options = {}) {

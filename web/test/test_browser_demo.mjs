@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The demo in Debian's Chromium, driven by playwright-core (no browser is
 // ever downloaded): load stories260K from the local server, chat (greedy text
-// equals the native CLI's), fine-tune a LoRA for a few steps with the loss
+// equals the native CLI's), answer through the JSON schema box (the answer
+// parses and fits the schema), fine-tune a LoRA for a few steps with the loss
 // chart, switch the adapter on, compare, download it as GGUF and PEFT, and
 // take a screenshot. wasm memory must not change while generating or between
 // training steps. Then fine-tune on a conversations file (built-in ChatML
@@ -99,6 +100,29 @@ try {
   check(total && Number(fresh) < Number(total) / 2, `turn 2 evaluates only its new tokens: ${turn2}`);
   await page.screenshot({ path: path.join(WORK, 'demo-chat.png'), fullPage: true });
   console.log(`screenshot: ${path.join(WORK, 'demo-chat.png')}`);
+  // The JSON schema box: the answer (chat() through the worker, constrained) is JSON valid for the schema.
+  const schema = { type: 'object', additionalProperties: false, required: ['mood', 'age', 'name'],
+    properties: { mood: { enum: ['happy', 'sad'] }, age: { type: 'integer', minimum: 0, maximum: 120 },
+      name: { type: 'string', maxLength: 12 } } };
+  await page.click('#chat-clear'); // a new conversation: the last one fills the 256-token context
+  await page.click('#schema-details summary');
+  await page.fill('#json-schema', JSON.stringify(schema));
+  await page.fill('#gen-max', '300');
+  await page.fill('#chat-input', 'Who are you? Answer in JSON.');
+  await page.click('#chat-send');
+  await page.waitForFunction(`${stateIs('ready')} && document.querySelectorAll('#transcript .model').length === 1`, null,
+    { timeout: 60000 });
+  const jsonAnswer = await page.$$eval('#transcript .model', (spans) => spans[spans.length - 1].textContent);
+  let value = null;
+  const jsonStats = await page.textContent('#gen-stats');
+  try { value = JSON.parse(jsonAnswer); } catch (e) { fail(`demo JSON schema answer does not parse: ${e.message}: '${jsonAnswer}' (${jsonStats})`); }
+  check(value !== null && typeof value === 'object' && !Array.isArray(value) &&
+    Object.keys(value).sort().join(',') === 'age,mood,name' && ['happy', 'sad'].includes(value.mood) &&
+    Number.isInteger(value.age) && value.age >= 0 && value.age <= 120 &&
+    typeof value.name === 'string' && [...value.name].length <= 12, `demo JSON schema answer validates: ${jsonAnswer}`);
+  check(/stopped: eos/.test(jsonStats), `the constrained answer ends where the schema does: ${jsonStats}`);
+  await page.fill('#json-schema', ''); // unconstrained for what follows
+  await page.fill('#gen-max', String(nTokens));
   await page.selectOption('#chat-format', ''); // back to text continuation for what follows
   await page.fill('#chat-input', prompt);
 

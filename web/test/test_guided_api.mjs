@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Guided output in the npm package: complete(prompt, { jsonSchema }) returns
 // parsed JSON that an independent validator (python3-jsonschema) accepts, for
-// several shared schemas and seeds; generate(..., { grammar }) yields text the
+// several shared schemas and seeds, and so does awaiting chat(messages,
+// { jsonSchema }) (directly and in a worker; iterating it streams the same
+// text); generate(..., { grammar }) yields text the
 // grammar matches (checked by `wisp grammar match`); a seed repeats its text;
 // bad grammars, unsupported schema keywords and both options at once are
 // refused by name; a later unconstrained generation is free again.
@@ -54,6 +56,29 @@ const s1 = schemas.find((x) => x.id === 's24_payment_oneof').schema;
 const a = await model.complete('Once', { jsonSchema: JSON.stringify(s1), seed: 7, maxTokens: 900 });
 const b = await model.complete('Once', { jsonSchema: s1, seed: 7, maxTokens: 900 });
 checkEqual(JSON.stringify(a), JSON.stringify(b), 'same seed, same value (schema as text or object)');
+
+// chat(messages, { jsonSchema }) awaited: the parsed answer, valid; iterated: the same answer's text
+const msgs = [{ role: 'system', content: 'You answer in JSON.' }, { role: 'user', content: 'How was the payment made?' }];
+writeFileSync(join(WORK, 'guided_schema.json'), JSON.stringify(s1));
+for (const seed of [1, 2, 3]) {
+  const opts = { jsonSchema: s1, template: 'chatml', seed, maxTokens: 900, temperature: 1 };
+  const answer = await model.chat(msgs, opts);
+  check(typeof answer === 'object' && answer !== null, `chat seed ${seed}: an object (${JSON.stringify(answer)})`);
+  writeFileSync(join(WORK, 'guided_value.json'), JSON.stringify(answer));
+  validate(s1, answer, `chat seed ${seed}: ${JSON.stringify(answer)}`);
+  checkEqual(model.lastStats.stopReason, 'eos', `chat seed ${seed}: ends at the grammar's end`);
+  let text = '';
+  for await (const piece of model.chat(msgs, opts)) text += piece;
+  checkEqual(JSON.stringify(JSON.parse(text)), JSON.stringify(answer), `chat seed ${seed}: streamed text is the same answer`);
+}
+check(model.chat(msgs, { template: 'chatml' }).then === undefined, 'without a schema chat() is only a stream');
+await expectError(() => model.chat(msgs, { jsonSchema: s1, template: 'chatml', maxTokens: 3 }), 'format',
+  'chat: an answer cut by maxTokens is not complete JSON');
+const worker = await wisp.loadModel(shared('models/stories260K.gguf'), { ctx: 1024, worker: true });
+const wOpts = { jsonSchema: JSON.stringify(s1), template: 'chatml', seed: 2, maxTokens: 900, temperature: 1 };
+checkEqual(JSON.stringify(await worker.chat(msgs, wOpts)), JSON.stringify(await model.chat(msgs, wOpts)),
+  'chat with a schema in a worker: the same parsed answer');
+await worker.dispose();
 
 // a GBNF grammar, streamed; checked by the CLI's recognizer
 const grammar = 'root ::= "The " ("cat" | "dog") " is " [a-z]{2,8} "."\n';

@@ -184,9 +184,13 @@ export interface GenerateOptions {
   cachePrompt?: boolean;
   /** constrain the text to this GBNF grammar (llama.cpp syntax) */
   grammar?: string;
-  /** constrain the text to JSON valid for this schema (object or JSON text); complete() then returns the parsed value */
+  /** constrain the text to JSON valid for this schema (object or JSON text); complete() then returns the parsed
+   * value, and so does awaiting chat()'s stream */
   jsonSchema?: object | string;
 }
+
+/** chat() with a jsonSchema: iterate it for the text as it comes, or await it for the parsed answer */
+export interface ChatJsonStream extends AsyncGenerator<string, void, undefined>, PromiseLike<any> {}
 
 export interface GenerationStats {
   promptTokens: number;
@@ -432,6 +436,7 @@ export interface Model {
   complete(prompt: string, options?: GenerateOptions): Promise<any>;
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, void, undefined>;
   /** the answer to a conversation, streamed; the KV cache keeps what turns share */
+  chat(messages: ChatMessage[], options: ChatOptions & { jsonSchema: object | string }): ChatJsonStream;
   chat(messages: ChatMessage[], options?: ChatOptions): AsyncGenerator<string, void, undefined>;
   /** the text a conversation becomes with the chat template */
   applyTemplate(messages: ChatMessage[], options?: ApplyTemplateOptions): string;
@@ -476,6 +481,7 @@ export interface WorkerModel {
   complete(prompt: string, options?: GenerateOptions): Promise<any>;
   generate(prompt: string, options?: GenerateOptions): AsyncGenerator<string, void, undefined>;
   /** the answer to a conversation, streamed; the KV cache keeps what turns share */
+  chat(messages: ChatMessage[], options: ChatOptions & { jsonSchema: object | string }): ChatJsonStream;
   chat(messages: ChatMessage[], options?: ChatOptions): AsyncGenerator<string, void, undefined>;
   applyTemplate(messages: ChatMessage[], options?: ApplyTemplateOptions): Promise<string>;
   finetune(data: TrainingData, options?: FinetuneOptions): Promise<WorkerAdapter>;

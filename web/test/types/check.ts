@@ -51,6 +51,8 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const chatMsgs: ChatMessage[] = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }];
   const rendered: string = m.applyTemplate(chatMsgs, { template: 'chatml', addGenerationPrompt: true, date: '2024-07-26' });
   for await (const piece of m.chat(chatMsgs, { maxTokens: 8, temperature: 0, template: 'chatml', stop: ['\n'] })) console.log(piece, rendered);
+  const answer: { name: string } = await m.chat(chatMsgs, { jsonSchema: { type: 'object' }, template: 'chatml' });
+  for await (const piece of m.chat(chatMsgs, { jsonSchema: '{"type":"object"}' })) console.log(piece, answer.name);
   // @ts-expect-error messages are objects with role and content
   m.applyTemplate(['Hi']);
   const records: Adapter = await m.finetune([{ prompt: 'Q:', completion: ' A.' }, { instruction: 'Say hi', output: 'Hi' }], { schedule: 'constant' });
@@ -70,6 +72,9 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   console.log(scored, vec.length, trainBytes, records.info.rank, total, text, stats?.tokensPerSecond, again.info.rank, fromPeft.info.source, back, version);
   // @ts-expect-error temperature is a number
   await m.complete('Once', { temperature: 'hot' });
+  // @ts-expect-error without a schema, awaiting chat() gives the stream, not an answer
+  const notParsed: string = await m.chat(chatMsgs, { maxTokens: 4 });
+  console.log(notParsed);
   // @ts-expect-error direct adapters export synchronously
   (await adapter.toGGUF()).then;
   // @ts-expect-error threads is a number
