@@ -172,7 +172,7 @@ bool chat_engine_open(chat_engine *e, const chat_opts *o) {
         return false;
     }
     wisp_chat_cache_init(&e->cache, e->s.ctx, e->cache_mem, e->n_ctx);
-    wisp_chat_cache_lead(&e->cache, e->s.ctx, e->ad.prompt, e->ad.n_prompt);
+    wisp_chat_cache_lead(&e->cache, e->s.ctx, e->ad.prompt, e->ad.n_prompt, e->ad.prompt_prefix);
     e->first = e->n_msgs;
     e->o.sp.seed = o->seed == UINT64_MAX ? cli_random_seed() : o->seed;
     wisp_sampler_init(&e->sampler, &e->o.sp);

@@ -7,12 +7,14 @@ void wisp_chat_cache_init(wisp_chat_cache *c, wisp_ctx *ctx, int32_t *tokens, in
     c->n = 0;
     c->lead = NULL;
     c->n_lead = 0;
+    c->lead_is_kv = false;
     wisp_rewind(ctx, 0);
 }
 
-void wisp_chat_cache_lead(wisp_chat_cache *c, wisp_ctx *ctx, const float *rows, int32_t n) {
+void wisp_chat_cache_lead(wisp_chat_cache *c, wisp_ctx *ctx, const float *rows, int32_t n, bool kv) {
     c->lead = n > 0 ? rows : NULL;
     c->n_lead = n > 0 ? n : 0;
+    c->lead_is_kv = kv;
     c->n = 0;
     wisp_rewind(ctx, 0);
 }
@@ -25,7 +27,8 @@ static int32_t rewind_after_lead(wisp_chat_cache *c, wisp_ctx *ctx, int32_t keep
     int32_t past = wisp_n_past(ctx);
     if (past >= c->n_lead) return past - c->n_lead;
     wisp_rewind(ctx, 0);
-    *s = wisp_eval_embeddings(ctx, c->lead, c->n_lead, err);
+    *s = c->lead_is_kv ? wisp_eval_kv_prefix(ctx, c->lead, c->n_lead, err)
+                       : wisp_eval_embeddings(ctx, c->lead, c->n_lead, err);
     return *s ? -1 : 0;
 }
 

@@ -7,6 +7,7 @@
 #ifndef WISP_CHAT_CACHE_H
 #define WISP_CHAT_CACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "wisp.h"
@@ -15,20 +16,23 @@ typedef struct wisp_chat_cache {
     int32_t *tokens;   /* caller memory: n_ctx entries */
     int32_t cap;
     int32_t n;         /* tokens in the KV cache, in order, after the lead */
-    const float *lead; /* embedding rows [n_lead][dim] at the context's first positions, or NULL */
+    const float *lead; /* rows at the context's first n_lead positions, or NULL */
     int32_t n_lead;
+    bool lead_is_kv;   /* the rows are a prefix-tuning adapter's keys and values, not embeddings */
 } wisp_chat_cache;
 
 /* Start empty (and clear the context's cache). */
 void wisp_chat_cache_init(wisp_chat_cache *c, wisp_ctx *ctx, int32_t *tokens, int32_t cap);
 
-/* Lead every prompt with `n` embedding rows (a prompt-tuning adapter's
- * virtual tokens; caller memory that outlives the cache): they take the
+/* Lead every prompt with `n` virtual positions (caller memory that outlives
+ * the cache): embedding rows of a prompt-tuning adapter, or with `kv` the
+ * per-layer keys and values of a prefix-tuning adapter (wisp_eval_kv_prefix's
+ * rows). They take the
  * context's first n positions, before the conversation's first token, stay
  * there across turns and resets, and are evaluated again whenever a sliding
  * window's ring has overwritten them. Token positions then start at n, so
  * `cap` must leave room for them. Clears the cache. */
-void wisp_chat_cache_lead(wisp_chat_cache *c, wisp_ctx *ctx, const float *rows, int32_t n);
+void wisp_chat_cache_lead(wisp_chat_cache *c, wisp_ctx *ctx, const float *rows, int32_t n, bool kv);
 
 /* Make the cache hold exactly prompt[0..n) (after the lead) with the logits
  * of its last token ready: rewinds to the common prefix and evaluates the

@@ -1,6 +1,6 @@
 # wisp run --chat and wisp chat with --lora, on stories260K with the ChatML
 # template and adapters trained here (LoRA as GGUF and PEFT, DoRA, prompt
-# tuning): the answer is the greedy continuation that `wisp run --lora` gives
+# tuning, prefix tuning): the answer is the greedy continuation that `wisp run --lora` gives
 # for the template's rendering (the prompt's virtual tokens lead both); in the
 # interactive chat, turns that reuse the KV cache, a /reset and a context that
 # fills (oldest turns dropped) each answer as a fresh `run --chat` of the same
@@ -14,6 +14,7 @@ rm -rf "$D" && mkdir -p "$D"
 head -c 20000 "$SHARED/data/tinyshakespeare.txt" > "$D/train.txt"
 train=(-m "$model" --data "$D/train.txt" --ctx 32 --batch 2 --steps 4 --seed 7 -q -t 2)
 "$WISP" finetune "${train[@]}" --method prompt --num-virtual-tokens 6 --lr 3e-2 -o "$D/prompt" || fail "finetune prompt"
+"$WISP" finetune "${train[@]}" --method prefix --num-virtual-tokens 4 --lr 3e-2 -o "$D/prefix" 2>/dev/null || fail "finetune prefix"
 "$WISP" finetune "${train[@]}" --rank 4 --lr 3e-3 -o "$D/lora" 2>/dev/null || fail "finetune lora"
 "$WISP" finetune "${train[@]}" --method dora --rank 4 --lr 3e-3 -o "$D/dora" 2>/dev/null || fail "finetune dora"
 chat=(-m "$model" --chat-template chatml --temp 0 -q)
@@ -23,7 +24,7 @@ printf '[{"role":"system","content":"Tell a story."},{"role":"user","content":"O
 "$WISP" template -m "$model" --chat-template chatml --messages "$D/m.json" > "$D/m.txt" || fail "template"
 text=$(cat "$D/m.txt"; printf x)   # (the x keeps the final newline)
 "$WISP" run --chat "${chat[@]}" --messages "$D/m.json" -n 24 --ctx 128 > "$D/base.out" || fail "run --chat"
-for a in prompt/peft lora/adapter.gguf lora/peft dora/peft; do
+for a in prompt/peft prefix/peft lora/adapter.gguf lora/peft dora/peft; do
     "$WISP" run --chat "${chat[@]}" --lora "$D/$a" --messages "$D/m.json" -n 24 --ctx 128 > "$D/chat.out" 2> "$D/chat.err" ||
         fail "run --chat --lora $a: $(cat "$D/chat.err")"
     "$WISP" run -m "$model" --lora "$D/$a" -p "${text%x}" --no-echo -n 24 --temp 0 --ctx 128 -q > "$D/run.out" ||
@@ -84,8 +85,8 @@ ok
 
 # refused by name: two prompts cannot both lead, a prompt has no scale
 out=$("$WISP" chat "${chat[@]}" --lora "$D/prompt/peft" --lora "$D/prompt/peft" < /dev/null 2>&1) && fail "two prompts"
-case "$out" in *"only one prompt-tuning adapter"*) ok ;; *) fail "unclear refusal: $out" ;; esac
+case "$out" in *"only one prompt- or prefix-tuning adapter"*) ok ;; *) fail "unclear refusal: $out" ;; esac
 out=$("$WISP" run --chat "${chat[@]}" --lora "$D/prompt/peft:0.5" --messages "$D/m.json" 2>&1) && fail "scaled prompt"
-case "$out" in *"a prompt-tuning adapter has no scale"*) ok ;; *) fail "unclear refusal: $out" ;; esac
+case "$out" in *"a prompt- or prefix-tuning adapter has no scale"*) ok ;; *) fail "unclear refusal: $out" ;; esac
 expect_fail "$WISP" run --chat "${chat[@]}" --lora "$D/nosuch" --messages "$D/m.json"
 done_ok

@@ -156,7 +156,7 @@ static void led_turns(const char *name, bool windowed) {
     for (int32_t i = 0; i < 120; i++) p[i] = 1 + (int32_t)((i * 7919u + 13u) % (uint32_t)(hp->n_vocab - 1));
     wisp_chat_cache cache;
     wisp_chat_cache_init(&cache, a.ctx, cache_mem, 200);
-    wisp_chat_cache_lead(&cache, a.ctx, lead, N_LEAD);
+    wisp_chat_cache_lead(&cache, a.ctx, lead, N_LEAD, false);
     wisp_error err = {0};
     int32_t ran = 0;
     /* turn 1: 20 tokens after the lead, then 4 pushed as an answer */
