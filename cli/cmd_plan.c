@@ -7,6 +7,7 @@
 #include "finetune_settings.h"
 #include "grammar_source.h"
 #include "plan_print.h"
+#include "prompt_adapter.h"
 #include "session.h"
 
 /* "kv_cache" -> "KV_CACHE", for macro names. */
@@ -93,6 +94,27 @@ static bool print_grammar_c_header(FILE *out, const wisp_gguf *g, const char *gb
     return ok;
 }
 
+/* With a prompt- or prefix-tuning adapter: the two blocks an inference
+ * firmware declares statically next to its arena to read the adapter's
+ * PEFT files linked into flash (wisp_prompt_read's parse, and the rows in
+ * the engine's order it gives wisp_eval_embeddings or wisp_eval_kv_prefix). */
+static bool print_adapter_c_header(FILE *out, const char *dir, const wisp_hparams *hp) {
+    size_t index_bytes = 0, rows_bytes = 0;
+    int32_t n_virtual = 0;
+    bool prefix = false;
+    if (!cli_prompt_plan(dir, hp, &index_bytes, &rows_bytes, &n_virtual, &prefix)) return false;
+    fprintf(out, "\n/* A %s-tuning adapter (--lora %s); do not edit. */\n", prefix ? "prefix" : "prompt", dir);
+    fprintf(out, "#ifndef WISP_PLAN_ADAPTER_H\n#define WISP_PLAN_ADAPTER_H\n");
+    fprintf(out, "#define WISP_PLAN_ADAPTER_PREFIX %d /* 1: keys and values into the KV cache; 0: virtual tokens */\n",
+            prefix ? 1 : 0);
+    fprintf(out, "#define WISP_PLAN_ADAPTER_VIRTUAL_TOKENS %d /* the context's first positions */\n", n_virtual);
+    fprintf(out, "#define WISP_PLAN_ADAPTER_INDEX_BYTES %zuu /* wisp_prompt_read's parse of the two files */\n",
+            index_bytes);
+    fprintf(out, "#define WISP_PLAN_ADAPTER_ROWS_BYTES %zuu /* the rows, F32 in the engine's order */\n", rows_bytes);
+    fprintf(out, "#endif\n");
+    return true;
+}
+
 int cmd_plan(int argc, char **argv) {
     cli_model_opts mo;
     cli_model_opts_default(&mo);
@@ -100,7 +122,7 @@ int cmd_plan(int argc, char **argv) {
     size_t text_bytes = 0;
     ft_settings ts;
     ft_settings_default(&ts);
-    const char *grammar = NULL, *glimits = NULL;
+    const char *grammar = NULL, *glimits = NULL, *adapter = NULL;
     const cli_opt opts[] = {
         CLI_MODEL_OPTS(&mo),
         {"train", 0, OPT_FLAG, &train, NULL, "plan LoRA fine-tuning: --ctx and --batch are then its sequence length and micro-batch"},
@@ -122,6 +144,7 @@ int cmd_plan(int argc, char **argv) {
         {"json", 0, OPT_FLAG, &json, NULL, "print machine-readable JSON"},
         {"c-header", 0, OPT_FLAG, &c_header, NULL, "print a C header (WISP_ARENA_BYTES, WISP_PLAN_N_CTX, ...) for a static arena"},
         {"grammar", 0, OPT_STR, &grammar, "GBNF", "(--c-header) also plan this grammar's trie, grammar and guide blocks"},
+        {"lora", 0, OPT_STR, &adapter, "DIR", "(--c-header) also plan the blocks to read this PEFT prompt- or prefix-tuning folder"},
         {"grammar-limits", 0, OPT_STR, &glimits, "S,N,W,ST,SP", "(--grammar) matcher stacks, nodes, work; walk states, steps (default: wisp run's)"},
     };
     const cli_command cmd = {
@@ -180,8 +203,8 @@ int cmd_plan(int argc, char **argv) {
         cli_file_close(&f);
         return CLI_FAIL;
     }
-    if (grammar && !c_header) {
-        fprintf(stderr, "wisp plan: --grammar goes with --c-header\n");
+    if ((grammar || adapter) && !c_header) {
+        fprintf(stderr, "wisp plan: --%s goes with --c-header\n", grammar ? "grammar" : "lora");
         cli_file_close(&f);
         return CLI_USAGE;
     }
@@ -193,6 +216,16 @@ int cmd_plan(int argc, char **argv) {
             fprintf(stderr, "wisp plan: --grammar-limits takes five counts: stacks,nodes,work,states,steps\n");
             cli_file_close(&f);
             return CLI_USAGE;
+        }
+        if (adapter && !cli_prompt_is_adapter(adapter)) { /* a firmware reads no LoRA: it would be left out silently */
+            fprintf(stderr, "wisp plan: --lora %s: --c-header plans prompt- and prefix-tuning PEFT folders only (the "
+                            "inference firmware does not apply LoRA adapters)\n", adapter);
+            cli_file_close(&f);
+            return CLI_USAGE;
+        }
+        if (adapter && !print_adapter_c_header(stdout, adapter, &plan.hp)) {
+            cli_file_close(&f);
+            return CLI_FAIL;
         }
         if (grammar && !print_grammar_c_header(stdout, &g, grammar, &lim)) {
             cli_file_close(&f);

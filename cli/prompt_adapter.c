@@ -107,6 +107,19 @@ bool cli_prompt_read(const char *dir, const wisp_hparams *hp, float **rows, int3
     return *rows != NULL;
 }
 
+bool cli_prompt_plan(const char *dir, const wisp_hparams *hp, size_t *index_bytes, size_t *rows_bytes,
+                     int32_t *n_virtual, bool *prefix) {
+    opened o;
+    if (!opened_open(&o, dir, hp)) return false;
+    wisp_error err = {0};
+    bool ok = !wisp_prompt_index_bytes((const char *)o.cfg.data, o.cfg.size, o.st.data, o.st.size, index_bytes, &err);
+    if (!ok) cli_report(dir, &err);
+    *rows_bytes = (size_t)o.a.n_virtual * wisp_prompt_width(&o.a) * sizeof(float);
+    *n_virtual = o.a.n_virtual, *prefix = o.a.prefix;
+    opened_close(&o);
+    return ok;
+}
+
 bool cli_prompt_copy(const char *dir, const wisp_hparams *hp, const char *base_model, const char *out) {
     opened o;
     if (!opened_open(&o, dir, hp)) return false;

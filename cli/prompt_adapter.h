@@ -27,6 +27,12 @@ const char *cli_prompt_method(const char *dir);
  * whether it is a prefix; false with a message naming the problem. */
 bool cli_prompt_read(const char *dir, const wisp_hparams *hp, float **rows, int32_t *n_virtual, bool *prefix);
 
+/* What a firmware declares to read DIR statically (`wisp plan --c-header
+ * --lora DIR`): wisp_prompt_read's memory for DIR's two files, the rows
+ * as F32 in the engine's order, their count and kind. False with a message. */
+bool cli_prompt_plan(const char *dir, const wisp_hparams *hp, size_t *index_bytes, size_t *rows_bytes,
+                     int32_t *n_virtual, bool *prefix);
+
 /* Read DIR and write it again as OUT (rows in their own type; base_model
  * replaces base_model_name_or_path when not NULL): PEFT to PEFT, byte for
  * byte the same files when nothing is replaced. */

@@ -134,6 +134,24 @@ $(EMB)/gen/train/train_plan.h: $(BUILD)/wisp $(EMB_MODEL) FORCE
 	    --text-bytes 16 --c-header > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "wrote $@"; fi
 
+# The inference firmware with a prompt- or prefix-tuning adapter:
+#   make EMB_ADAPTER=DIR build/embedded/<board>/infer-adapter.elf
+# DIR is a PEFT folder (`wisp finetune --method prompt|prefix` writes one);
+# its two files go into flash and `wisp plan --c-header --lora DIR` plans the
+# blocks that read them. EMB_ADAPTER_SHRINK=1 declares the parse block one
+# byte below the plan (the test checks that this fails); EMB_ADAPTER_PROMPT is
+# the text it continues. The folder, the shrink and the prompt are build
+# settings no file records, so these always rebuild.
+EMB_ADAPTER        ?=
+EMB_ADAPTER_SHRINK ?= 0
+EMB_ADAPTER_PROMPT ?= First Citizen:
+$(EMB)/gen/adapter/infer_plan.h: $(BUILD)/wisp $(EMB_MODEL) FORCE
+	@test -n "$(EMB_ADAPTER)" || { echo "set EMB_ADAPTER to a PEFT prompt- or prefix-tuning folder"; exit 1; }
+	@mkdir -p $(dir $@)
+	@$(BUILD)/wisp plan -m $(EMB_MODEL) --ctx $(EMB_CTX) --batch $(EMB_BATCH) --kv-type f16 -t 1 \
+	    --text-bytes $(EMB_TEXT_BYTES) --c-header --lora $(EMB_ADAPTER) > $@.tmp
+	@mv $@.tmp $@
+
 $(EMB)/tools/lora_diff: embedded/tools/lora_diff.c $(BUILD)/libwisp.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libwisp.a -lm -o $@
@@ -183,6 +201,28 @@ $$(EMB_$(1)_OBJ)/infer-ctx$(EMB_CTX).o: embedded/firmware/infer.c $(EMB)/gen/ctx
 
 $(EMB)/$(1)/infer-ctx$(EMB_CTX).elf: $$(EMB_$(1)_OBJ)/infer-ctx$(EMB_CTX).o $$(EMB_$(1)_OBJ)/model.o $$(EMB_$(1)_RUNTIME) \
                             $(EMB)/$(1)/libwisp.a $$(EMB_$(1)_LD)
+	$$(call EMB_LINK,$(1),$(EMB_INFER_RAM),$$(filter %.o %.a,$$^))
+
+# ... and with the adapter of EMB_ADAPTER (see above).
+$$(EMB_$(1)_OBJ)/infer-adapter.o: embedded/firmware/infer.c $(EMB)/gen/adapter/infer_plan.h FORCE
+	@mkdir -p $$(dir $$@)
+	$$(EMB_$(1)_CC) $$(EMB_$(1)_FLAGS) -I$(EMB)/gen/adapter -DFW_NAME='"infer-adapter-$(1)"' \
+	    -DFW_N_PREDICT=$(EMB_N_PREDICT) -DFW_ADAPTER_SHRINK=$(EMB_ADAPTER_SHRINK) \
+	    -DFW_PROMPT='"$(EMB_ADAPTER_PROMPT)"' -c $$< -o $$@
+
+$$(EMB_$(1)_OBJ)/adapter_config.o: embedded/common/blob.S FORCE
+	@mkdir -p $$(dir $$@)
+	$$(EMB_$(1)_CC) $$(EMB_$(1)_ARCH) -DBLOB_NAME=wisp_adapter_config \
+	    -DBLOB_FILE='"$$(abspath $(EMB_ADAPTER))/adapter_config.json"' -c $$< -o $$@
+
+$$(EMB_$(1)_OBJ)/adapter_tensors.o: embedded/common/blob.S FORCE
+	@mkdir -p $$(dir $$@)
+	$$(EMB_$(1)_CC) $$(EMB_$(1)_ARCH) -DBLOB_NAME=wisp_adapter_tensors \
+	    -DBLOB_FILE='"$$(abspath $(EMB_ADAPTER))/adapter_model.safetensors"' -c $$< -o $$@
+
+$(EMB)/$(1)/infer-adapter.elf: $$(EMB_$(1)_OBJ)/infer-adapter.o $$(EMB_$(1)_OBJ)/model.o \
+                               $$(EMB_$(1)_OBJ)/adapter_config.o $$(EMB_$(1)_OBJ)/adapter_tensors.o \
+                               $$(EMB_$(1)_RUNTIME) $(EMB)/$(1)/libwisp.a $$(EMB_$(1)_LD)
 	$$(call EMB_LINK,$(1),$(EMB_INFER_RAM),$$(filter %.o %.a,$$^))
 
 # The grammar-constrained classification firmware (256 KB of SRAM).

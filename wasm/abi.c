@@ -414,12 +414,14 @@ API void ww_reset(ww_model *m) {
 }
 
 /* With a prompt-tuning adapter attached and nothing cached: its virtual
- * tokens first, at positions 0..n_virtual-1. 0 or -1. */
+ * tokens first, at positions 0..n_virtual-1 (a prefix-tuning adapter's keys
+ * and values go straight into the cache there). 0 or -1. */
 static int32_t eval_virtual(ww_model *m) {
     if (!m->virtual_rows || m->virtual_cached) return 0;
     wisp_rewind(m->ctx, 0);
     m->n_cached = 0;
-    if (wisp_eval_embeddings(m->ctx, m->virtual_rows, m->n_virtual, &m->err)) {
+    if (m->virtual_prefix ? wisp_eval_kv_prefix(m->ctx, m->virtual_rows, m->n_virtual, &m->err)
+                          : wisp_eval_embeddings(m->ctx, m->virtual_rows, m->n_virtual, &m->err)) {
         ww_reset(m);
         return -1;
     }
@@ -475,7 +477,8 @@ API int32_t ww_eval(ww_model *m, int32_t n) {
     m->pending = -1;
     if (n > 0 && n > ww_n_ctx(m) - m->n_cached) {
         wisp_fail(&m->err, WISP_ERR_CAPACITY, "context full: %d cached + %d new tokens exceed n_ctx %d%s", m->n_cached, n,
-                  ww_n_ctx(m), m->n_virtual ? " (after the prompt-tuning adapter's virtual tokens)" : "");
+                  ww_n_ctx(m), !m->n_virtual ? "" : m->virtual_prefix ? " (after the prefix-tuning adapter's positions)"
+                                                       : " (after the prompt-tuning adapter's virtual tokens)");
         return -1;
     }
     if (m->n_cached == 0 && eval_virtual(m)) return -1;

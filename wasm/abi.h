@@ -38,9 +38,12 @@ typedef struct ww_model {
     void *shards;     /* shards 2..N of a split model and their views, owned: abi_shards.c (NULL: one file) */
     /* the attached prompt-tuning adapter's virtual tokens [n_virtual][dim]
      * (NULL: none): they take the cache's first n_virtual positions, before
-     * the cached tokens, as PEFT prepends them to every input */
+     * the cached tokens, as PEFT prepends them to every input. With
+     * virtual_prefix the rows are a prefix-tuning adapter's keys and values
+     * [n_virtual][n_layers][2][kv width], put straight into the cache. */
     const float *virtual_rows;
     int32_t n_virtual;
+    bool virtual_prefix;
     bool virtual_cached; /* they are in the cache now */
     wisp_error err;
 } ww_model;
@@ -54,9 +57,14 @@ typedef struct ww_adapter {
     wisp_gguf gguf;
     wisp_lora lora;
     /* a prompt-tuning adapter (PEFT PROMPT_TUNING) instead of LoRA pairs:
-     * [n_virtual][dim] F32 rows in mem; lora is then empty */
+     * [n_virtual][dim] F32 rows in mem; lora is then empty. With prefix
+     * (PREFIX_TUNING) the rows are [n_virtual][n_layers][2][kv width] keys
+     * and values in the engine's order (peft_scratch: room for PEFT's) */
     float *prompt_rows;
     int32_t n_virtual;
+    bool prefix;
+    bool prefix_projection;      /* recorded in its config (the rows are the MLP's output) */
+    int32_t encoder_hidden_size; /* with prefix_projection: that MLP's width */
     char *init_text;     /* prompt_tuning_init_text (owned), or NULL: RANDOM init */
     int32_t handle;      /* > 0 while attached */
     char *notes;         /* what an importer wants the user to know ('\n'-separated), owned */
@@ -103,7 +111,8 @@ void ww_adapter_free(ww_model *m, ww_adapter *a);
 /* Size and write the export buffers of a finished adapter; 0 or -1. */
 int32_t ww_adapter_prepare_export(ww_model *m, ww_adapter *a);
 
-/* A prompt-tuning adapter (a->prompt_rows) as PEFT's prompt writer takes it. */
+/* A prompt- or prefix-tuning adapter (a->prompt_rows) as PEFT's prompt writer
+ * takes it (a prefix's rows: a->peft_scratch, filled by the caller). */
 wisp_prompt_adapter ww_prompt_adapter_of(const ww_model *m, const ww_adapter *a);
 
 /* Output files go to JS in pieces through Module.wispSinkWrite, so

@@ -52,18 +52,29 @@ static void base_model_name(const ww_model *m, char *buf, size_t cap) {
     buf[n] = 0;
 }
 
-/* A prompt-tuning adapter as PEFT's writer takes it. */
+/* A prompt- or prefix-tuning adapter as PEFT's writer takes it (a
+ * prefix's rows: peft_scratch, which ww_adapter_write_safetensors fills). */
 wisp_prompt_adapter ww_prompt_adapter_of(const ww_model *m, const ww_adapter *a) {
     const wisp_hparams *hp = wisp_ctx_hparams(m->ctx);
     wisp_prompt_adapter p = {0};
     p.n_virtual = a->n_virtual, p.dim = hp->dim, p.n_layers = hp->n_layers, p.n_heads = hp->n_heads;
     p.text_init = a->init_text != NULL, p.init_text = a->init_text, p.type = WISP_TYPE_F32, p.rows = a->prompt_rows;
+    if (a->prefix) { /* PEFT counts a prefix's heads and width in kv heads (grouped-query attention) */
+        p.prefix = true, p.n_heads = hp->n_kv_heads, p.dim = hp->n_kv_heads * hp->head_dim, p.rows = a->peft_scratch;
+        p.prefix_projection = a->prefix_projection, p.encoder_hidden_size = a->encoder_hidden_size;
+    }
     return p;
 }
 
-/* adapter_config.json of a prompt-tuning adapter, written once. */
+/* adapter_config.json of a prompt- or prefix-tuning adapter, written once,
+ * and for a prefix the buffer its rows are put in PEFT's order in. */
 static int32_t prepare_prompt_export(ww_model *m, ww_adapter *a) {
     wisp_prompt_adapter p = ww_prompt_adapter_of(m, a);
+    if (a->prefix) {
+        a->peft_scratch_bytes = (size_t)a->n_virtual * wisp_prompt_width(&p) * sizeof(float);
+        if (!(a->peft_scratch = ww_alloc(a->peft_scratch_bytes)))
+            return wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory for the prefix's export buffer"), -1;
+    }
     size_t len = 0;
     wisp_error probe = {0};
     if (wisp_prompt_write_config(&p, NULL, 0, &len, &probe) != WISP_ERR_CAPACITY) {
@@ -124,8 +135,9 @@ fail:
     return NULL;
 }
 
-/* A PEFT prompt-tuning adapter into `a` (which owns both files): its rows
- * as F32 in a block of their own, its init text kept for export. 0 or -1. */
+/* A PEFT prompt- or prefix-tuning adapter into `a` (which owns both files):
+ * its rows as F32 in the engine's order in a block of their own, its init
+ * text kept for export. 0 or -1. */
 static int32_t open_prompt(ww_model *m, ww_adapter *a, size_t config_len, size_t st_len) {
     size_t bytes = 0;
     wisp_prompt_adapter p;
@@ -135,19 +147,20 @@ static int32_t open_prompt(ww_model *m, ww_adapter *a, size_t config_len, size_t
     int32_t rc = -1;
     wisp_status s = wisp_prompt_read(a->config, config_len, a->file, st_len, wisp_ctx_hparams(m->ctx), index, bytes, &p,
                                      &m->err);
-    if (!s && p.prefix) s = wisp_fail(&m->err, WISP_ERR_UNSUPPORTED, "prefix tuning is not implemented in the npm package");
     if (!s) {
-        size_t n = (size_t)p.n_virtual * (size_t)p.dim;
+        wisp_arch arch = wisp_ctx_hparams(m->ctx)->arch;
+        size_t n = (size_t)p.n_virtual * wisp_prompt_width(&p);
         size_t text = p.init_text ? strlen(p.init_text) : 0;
         a->mem = ww_alloc(n * sizeof(float));
         a->init_text = p.init_text ? malloc(text + 1) : NULL;
         if (!a->mem || (p.init_text && !a->init_text)) {
-            wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory for %zu prompt floats", n);
+            wisp_fail(&m->err, WISP_ERR_CAPACITY, "out of wasm memory for %zu %s floats", n, p.prefix ? "prefix" : "prompt");
         } else {
             a->prompt_rows = a->mem;
-            for (size_t i = 0; i < n; i++) a->prompt_rows[i] = wisp_prompt_value(&p, i);
+            for (size_t i = 0; i < n; i++) a->prompt_rows[i] = wisp_prompt_engine_value(&p, arch, i);
             if (a->init_text) memcpy(a->init_text, p.init_text, text + 1);
             a->n_virtual = p.n_virtual;
+            a->prefix = p.prefix, a->prefix_projection = p.prefix_projection, a->encoder_hidden_size = p.encoder_hidden_size;
             rc = ww_adapter_prepare_export(m, a);
         }
     }
@@ -157,7 +170,7 @@ static int32_t open_prompt(ww_model *m, ww_adapter *a, size_t config_len, size_t
 
 /* Read a PEFT adapter: adapter_config.json text and adapter_model.safetensors
  * bytes (both from ww_alloc; ownership passes, even on failure): LoRA (DoRA
- * included) or prompt tuning. */
+ * included), prompt or prefix tuning. */
 API ww_adapter *ww_adapter_open_peft(ww_model *m, char *config, size_t config_len, uint8_t *st, size_t st_len) {
     ww_adapter *a = adapter_new(m);
     wisp_peft p;
@@ -170,7 +183,7 @@ API ww_adapter *ww_adapter_open_peft(ww_model *m, char *config, size_t config_le
     }
     a->config = config;
     a->file = st;
-    if (wisp_prompt_config_is_prompt(config, config_len)) {
+    if (wisp_prompt_config_is_prompt(config, config_len) || wisp_prompt_config_is_prefix(config, config_len)) {
         if (open_prompt(m, a, config_len, st_len)) goto fail;
         return a;
     }
@@ -211,22 +224,26 @@ API int32_t ww_adapter_pairs(ww_adapter *a) { return a->lora.n_pairs; }
 API int32_t ww_adapter_rank(ww_adapter *a) { return a->lora.max_rank; }
 API float ww_adapter_alpha(ww_adapter *a) { return a->lora.n_pairs ? a->lora.pairs[0].alpha : 0.0f; }
 API int32_t ww_adapter_virtual_tokens(ww_adapter *a) { return a->prompt_rows ? a->n_virtual : 0; }
+API int32_t ww_adapter_is_prefix(ww_adapter *a) { return a->prefix ? 1 : 0; }
 API const char *ww_adapter_notes(ww_adapter *a) { return a->notes ? a->notes : ""; }
 
 /* Attach with a user scale, or rescale when attached already. The KV cache
- * is cleared: what the model computes changes. 0 or -1. */
+ * is cleared: what the model computes changes. A prompt- or prefix-tuning
+ * adapter takes the cache's first positions instead. 0 or -1. */
 API int32_t ww_adapter_attach(ww_model *m, ww_adapter *a, float scale) {
-    if (a->prompt_rows) { /* virtual tokens before every input: no scale, one adapter of the kind */
+    if (a->prompt_rows) { /* virtual positions before every input: no scale, one adapter of the kind */
+        const char *kind = a->prefix ? "prefix" : "prompt";
         if (scale != 1.0f)
-            return wisp_fail(&m->err, WISP_ERR_ARG, "a prompt-tuning adapter has no scale (got %g): attach it with 1",
+            return wisp_fail(&m->err, WISP_ERR_ARG, "a %s-tuning adapter has no scale (got %g): attach it with 1", kind,
                              (double)scale), -1;
         if (m->virtual_rows && m->virtual_rows != a->prompt_rows)
-            return wisp_fail(&m->err, WISP_ERR_ARG, "another prompt-tuning adapter is attached: detach it first"), -1;
+            return wisp_fail(&m->err, WISP_ERR_ARG, "another %s-tuning adapter is attached: detach it first",
+                             m->virtual_prefix ? "prefix" : "prompt"), -1;
         if (a->n_virtual >= wisp_ctx_config(m->ctx)->n_ctx)
             return wisp_fail(&m->err, WISP_ERR_CAPACITY, "the adapter's %d virtual tokens fill the context (n_ctx %d)",
                              a->n_virtual, wisp_ctx_config(m->ctx)->n_ctx), -1;
         ww_reset(m);
-        m->virtual_rows = a->prompt_rows, m->n_virtual = a->n_virtual;
+        m->virtual_rows = a->prompt_rows, m->n_virtual = a->n_virtual, m->virtual_prefix = a->prefix;
         a->handle = 1;
         return 0;
     }
@@ -241,7 +258,7 @@ API int32_t ww_adapter_detach(ww_model *m, ww_adapter *a) {
     if (a->handle <= 0) return 0;
     if (a->prompt_rows) {
         ww_reset(m);
-        m->virtual_rows = NULL, m->n_virtual = 0;
+        m->virtual_rows = NULL, m->n_virtual = 0, m->virtual_prefix = false;
         a->handle = 0;
         return 0;
     }
@@ -261,9 +278,9 @@ API void ww_adapter_free(ww_model *m, ww_adapter *a) {
  * count_only, only count the bytes). Returns the byte count, or -1. */
 API int32_t ww_adapter_write_gguf(ww_model *m, ww_adapter *a, const char *name, int32_t count_only) {
     if (a->prompt_rows)
-        return wisp_fail(&m->err, WISP_ERR_UNSUPPORTED, "the adapter to write is prompt tuning: GGUF LoRA adapters "
-                                                         "(llama.cpp's format) cannot carry virtual tokens; write it as a "
-                                                         "PEFT folder"), -1;
+        return wisp_fail(&m->err, WISP_ERR_UNSUPPORTED, "the adapter to write is %s tuning: GGUF LoRA adapters "
+                                                         "(llama.cpp's format) cannot carry %s; write it as a PEFT folder",
+                         a->prefix ? "prefix" : "prompt", a->prefix ? "a key/value prefix" : "virtual tokens"), -1;
     wisp_sink sink = count_only ? wisp_count_sink_make() : ww_js_sink();
     const char *arch = wisp_arch_name(wisp_ctx_hparams(m->ctx)->arch);
     if (wisp_lora_gguf_write(&a->lora, arch, name, &sink, NULL, &m->err)) return -1;
@@ -278,6 +295,7 @@ API uint32_t ww_adapter_peft_config_len(ww_adapter *a) { return (uint32_t)a->pef
 API int32_t ww_adapter_write_safetensors(ww_model *m, ww_adapter *a, int32_t count_only) {
     wisp_sink sink = count_only ? wisp_count_sink_make() : ww_js_sink();
     if (a->prompt_rows) {
+        if (a->prefix) wisp_prefix_to_peft(a->prompt_rows, wisp_ctx_hparams(m->ctx), a->n_virtual, a->peft_scratch);
         wisp_prompt_adapter p = ww_prompt_adapter_of(m, a);
         if (wisp_prompt_write_safetensors(&p, &sink, &m->err)) return -1;
         return (int32_t)sink.written;

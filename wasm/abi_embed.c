@@ -13,7 +13,8 @@ API int32_t ww_n_embd(ww_model *m) { return m->ctx ? wisp_ctx_hparams(m->ctx)->d
  * filled on failure. */
 API const float *ww_embed(ww_model *m, int32_t n, int32_t pooling, int32_t normalize) {
     if (m->virtual_rows) { /* the text alone would silently leave the attached adapter out */
-        wisp_fail(&m->err, WISP_ERR_UNSUPPORTED, "embeddings with a prompt-tuning adapter attached: detach it first");
+        wisp_fail(&m->err, WISP_ERR_UNSUPPORTED, "embeddings with a %s-tuning adapter attached: detach it first",
+                  m->virtual_prefix ? "prefix" : "prompt");
         return NULL;
     }
     if (!m->embedding && !(m->embedding = malloc(sizeof(float) * (size_t)ww_n_embd(m)))) {

@@ -47,13 +47,15 @@ typedef struct ww_train_in {
     float dpo_beta;         /* DPO: trl's beta (0: 0.1) */
     float label_smoothing;  /* DPO sigmoid: cDPO's label smoothing in [0, 0.5) */
     int32_t dpo_loss;       /* DPO: wisp_dpo_loss_kind (sigmoid, ipo) */
-    int32_t num_virtual_tokens; /* prompt tuning: learned embeddings before every input */
+    int32_t num_virtual_tokens; /* prompt tuning: learned embeddings before every input (prefix: key/value positions) */
 } ww_train_in;
 
 /* What a session trains (`wisp finetune --method`, cli/finetune_settings.c).
  * DPO trains a LoRA adapter on JSONL pairs {prompt, chosen, rejected}; its
  * micro_batch counts pairs (two sequences each), as --batch does. */
-typedef enum ww_train_method { WW_METHOD_LORA, WW_METHOD_RSLORA, WW_METHOD_DORA, WW_METHOD_DPO, WW_METHOD_PROMPT } ww_train_method;
+typedef enum ww_train_method {
+    WW_METHOD_LORA, WW_METHOD_RSLORA, WW_METHOD_DORA, WW_METHOD_DPO, WW_METHOD_PROMPT, WW_METHOD_PREFIX
+} ww_train_method;
 
 /* What one optimizer step reports (ww_train_step). */
 typedef struct ww_train_step_out {

@@ -64,7 +64,8 @@ static void train_config(ww_model *m, const ww_train_in *ti, wisp_config *c) {
     /* the method table of `wisp finetune` (cli/finetune_settings.c), for the methods the package offers */
     t->rslora = ti->method == WW_METHOD_RSLORA;
     t->dora = ti->method == WW_METHOD_DORA;
-    t->virtual_tokens = ti->method == WW_METHOD_PROMPT ? ti->num_virtual_tokens : 0;
+    t->prefix = ti->method == WW_METHOD_PREFIX; /* without PEFT's reparameterization MLP (refused in JS) */
+    t->virtual_tokens = ti->method == WW_METHOD_PROMPT || t->prefix ? ti->num_virtual_tokens : 0;
     if (ti->method == WW_METHOD_DPO) {
         t->objective = WISP_OBJECTIVE_DPO;
         t->micro_batch = ti->micro_batch * 2; /* a chosen and a rejected answer per pair */
@@ -142,12 +143,20 @@ static ww_adapter *result_adapter(ww_model *m, const wisp_lora *l) {
     return a;
 }
 
-/* A prompt-tuning result: the virtual tokens' rows in a block of their own,
- * and its init text (PEFT records it). */
+/* Floats per virtual position of a prompt- or prefix-tuning context:
+ * dim, or a prefix's key and value of every layer. */
+static size_t virtual_width(const wisp_ctx *ctx) {
+    const wisp_hparams *hp = wisp_ctx_hparams(ctx);
+    return wisp_ctx_config(ctx)->train.prefix ? (size_t)hp->n_layers * 2 * (size_t)hp->n_kv_heads * (size_t)hp->head_dim
+                                              : (size_t)hp->dim;
+}
+
+/* A prompt- or prefix-tuning result: the virtual positions' rows in a block
+ * of their own, and its init text (PEFT records it). */
 static ww_adapter *prompt_result(ww_model *m, const wisp_ctx *ctx, const char *init, uint32_t init_len) {
     int32_t n = 0;
     wisp_train_prompt(ctx, &n);
-    size_t floats = (size_t)n * (size_t)wisp_ctx_hparams(ctx)->dim;
+    size_t floats = (size_t)n * virtual_width(ctx);
     ww_adapter *a = calloc(1, sizeof *a);
     if (a) a->mem = ww_alloc(floats * sizeof(float));
     if (a && a->mem && init_len) {
@@ -161,6 +170,7 @@ static ww_adapter *prompt_result(ww_model *m, const wisp_ctx *ctx, const char *i
     }
     a->prompt_rows = a->mem;
     a->n_virtual = n;
+    a->prefix = wisp_ctx_config(ctx)->train.prefix;
     return a;
 }
 
@@ -380,7 +390,7 @@ API ww_train *ww_train_begin(ww_model *m, const ww_train_in *ti, char *bytes, ui
     free(bytes);
     bytes = NULL;
     if (t->dpo && reference_logps(t, ti->steps, &m->err)) goto fail;
-    t->out = ti->method == WW_METHOD_PROMPT ? prompt_result(m, t->ctx, init, init_len) : result_adapter(m, wisp_train_lora(t->ctx));
+    t->out = ti->method == WW_METHOD_PROMPT || ti->method == WW_METHOD_PREFIX ? prompt_result(m, t->ctx, init, init_len) : result_adapter(m, wisp_train_lora(t->ctx));
     if (!t->out) goto fail;
     if (ww_adapter_prepare_export(m, t->out)) goto fail;
     return t;
@@ -439,7 +449,7 @@ API ww_adapter *ww_train_finish(ww_train *t) {
     if (a->prompt_rows) {
         int32_t n = 0;
         const float *rows = wisp_train_prompt(t->ctx, &n);
-        memcpy(a->prompt_rows, rows, (size_t)n * (size_t)wisp_ctx_hparams(t->ctx)->dim * sizeof(float));
+        memcpy(a->prompt_rows, rows, (size_t)n * virtual_width(t->ctx) * sizeof(float));
     } else {
         copy_weights(a, wisp_train_lora(t->ctx));
     }

@@ -17,6 +17,13 @@
 #                  static blocks planned by `wisp plan --c-header --grammar`):
 #                  one of the grammar's labels, byte-identical to `wisp run
 #                  --grammar --temp 0`; each block equals this target's own plan
+#   infer-prefix-m4, infer-prompt-m4
+#                  a prefix- and a prompt-tuning adapter (made by `wisp finetune
+#                  --method prefix|prompt`) in flash, read into the two static
+#                  blocks `wisp plan --c-header --lora DIR` planned: greedy text
+#                  byte-identical to `wisp run --lora DIR --temp 0`, not the
+#                  base model's; each block equals this target's own plan, and
+#                  the parse block one byte smaller fails, naming the shortfall
 #   infer-qwen3-m7 a second family of the architecture table (qwen3: per-head
 #                  q/k norms, NEOX RoPE, head size 64 != dim/heads), Q4_0, ctx 64:
 #                  greedy text byte-identical to the native engine's
@@ -155,6 +162,56 @@ classify_check() {
 }
 [ $arm = 1 ] && classify_check
 
+# ---- prompt- and prefix-tuning adapters on the Cortex-M4 ---------------------
+# (a prompt that leaves stories260K's well-worn "Once upon a time" path, so
+# that a few steps of tuning on Shakespeare show in the greedy text)
+adapter_n=32 adapter_prompt="First Citizen:"
+adapter_build() { # adapter_build METHOD SHRINK ELF: the M4 firmware with METHOD's adapter
+    $MAKE_CMD EMB_ADAPTER="$work/$1/peft" EMB_ADAPTER_SHRINK="$2" EMB_ADAPTER_PROMPT="$adapter_prompt" \
+        "$EMB/m4/infer-adapter.elf" >"$work/$1-build.log" 2>&1 &&
+        cp "$EMB/m4/infer-adapter.elf" "$3"
+}
+adapter_check() {
+    local method=$1 name=infer-$1-m4 elf=$EMB/infer-$1-m4.elf
+    rm -rf "$work/$method"
+    if ! WISP_KERNELS=scalar "$WISP" finetune -m "$EMB_MODEL" --data "$EMB_TRAIN_TEXT" -o "$work/$method" --method "$method" \
+        --num-virtual-tokens 4 --ctx 16 --batch 1 --steps 8 --lr 1e-2 --schedule constant --warmup 0 -t 1 -q \
+        >"$work/$method-finetune.log" 2>&1; then
+        bad "$name" "wisp finetune --method $method failed"; show "$work/$method-finetune.log"; return
+    fi
+    adapter_build "$method" 0 "$elf" || { bad "$name" "build failed"; show "$work/$method-build.log"; return; }
+    local with
+    for with in lora base; do
+        local lora=(); [ $with = lora ] && lora=(--lora "$work/$method/peft")
+        WISP_KERNELS=scalar "$WISP" run -m "$EMB_MODEL" "${lora[@]}" -p "$adapter_prompt" --temp 0 -n $adapter_n \
+            --ctx "$EMB_CTX" -t 1 -q >"$work/$name-native-$with.txt" 2>"$work/$name-native.err" ||
+            { bad "$name" "native wisp run (${with}) failed"; show "$work/$name-native.err"; return; }
+    done
+    "$run" "$elf" -n $adapter_n >"$work/$name.out" 2>"$work/$name.err" || { bad "$name" "exit status $?"; show "$work/$name.err"; return; }
+    if ! cmp -s "$work/$name.out" "$work/$name-native-lora.txt"; then
+        bad "$name" "text differs from wisp run --lora"; diff "$work/$name-native-lora.txt" "$work/$name.out" | head -n 8; return
+    fi
+    if cmp -s "$work/$name.out" "$work/$name-native-base.txt"; then bad "$name" "the adapter does not change the text"; return; fi
+    local size plan rows
+    size=$(sed -n 's/.* index \([0-9]*\) (plan \([0-9]*\)).*/\1/p' "$work/$name.err")
+    plan=$(sed -n 's/.* index \([0-9]*\) (plan \([0-9]*\)).*/\2/p' "$work/$name.err")
+    rows=$(sed -n 's/.* rows \([0-9]*\) bytes.*/\1/p' "$work/$name.err")
+    if [ -z "$size" ] || [ "$size" != "$plan" ]; then bad "$name" "index block ${size:-?} bytes, the target plans ${plan:-?}"; return; fi
+    stack_ok "$name" "$work/$name.err" || return
+    eval "adapter_${method}_blocks='index $size B, rows $rows B'"
+    ok "$name" "$(wc -c <"$work/$name.out") bytes equal wisp run --lora (4 virtual positions, $adapter_n tokens);" \
+        "index $size B = this target's plan, rows $rows B, stack $stack_used/$stack_reserved B"
+    [ "$method" = prefix ] || return
+    # one byte less than planned fails, naming the shortfall
+    local small=$EMB/infer-$method-small-m4.elf
+    adapter_build "$method" 1 "$small" || { bad "$name-exact" "build failed"; show "$work/$method-build.log"; return; }
+    "$run" "$small" -n 2 >"$work/$name-small.out" 2>"$work/$name-small.err"; local rc=$?
+    if [ $rc -eq 1 ] && grep -q "$plan" "$work/$name-small.err"; then
+        ok "$name-exact" "an index block one byte smaller fails: $(grep -m1 adapter "$work/$name-small.err")"
+    else bad "$name-exact" "one byte less: exit $rc"; show "$work/$name-small.err"; fi
+}
+if [ $arm = 1 ]; then adapter_check prefix; adapter_check prompt; fi
+
 # ---- another family on the Cortex-M7: qwen3 ----------------------------------
 qwen3_check() {
     local name=infer-qwen3-m7 fam=$EMB/qwen3 src=$WISP_SHARED/models/synthetic/syn-qwen3-f16.gguf
@@ -286,22 +343,26 @@ size_of() { # size_of TOOL ELF -> "flash ram" from Berkeley size (text+data, dat
 row() { # row FIRMWARE BOARD SIZE-TOOL SRAM-BUDGET-KIB ERR-FILE PREFILL PER-UNIT
     local flash ram
     read -r flash ram < <(size_of "$3" "$EMB/$1")
-    printf '%-16s %-11s %9d %5.1f%% %9d %5.1f%% of %3d KiB %9s %14s %16s\n' "$1" "$2" "$flash" \
+    printf '%-20s %-11s %9d %5.1f%% %9d %5.1f%% of %3d KiB %9s %14s %16s\n' "$1" "$2" "$flash" \
         "$(awk -v a="$flash" 'BEGIN{print 100*a/2097152}')" "$ram" "$(awk -v a="$ram" -v b="$4" 'BEGIN{print 100*a/(b*1024)}')" \
         "$4" "$(stat arena "$5")" "$6" "$7"
 }
 {
     echo
     echo "budget table ($(basename "$EMB_MODEL"); flash = text+data of 2048 KiB; SRAM = data+bss incl. stack and arena)"
-    printf '%-16s %-11s %16s %25s %9s %14s %16s\n' firmware board "flash used" "SRAM used" arena "prefill insns" "instructions"
+    printf '%-20s %-11s %16s %25s %9s %14s %16s\n' firmware board "flash used" "SRAM used" arena "prefill insns" "instructions"
     for b in "${boards[@]}"; do
         case $b in m4) board=mps2-an386; tool=arm-none-eabi-size ;; m7) board=mps2-an500; tool=arm-none-eabi-size ;;
                     rv64) board=virt-rv64; tool=riscv64-unknown-elf-size ;; esac
         row "infer-$b.elf" $board $tool 256 "$work/infer-$b.err" "${prefill[$b]:-?}" "${per_token[$b]:-?}/token"
     done
     [ $arm = 1 ] && row classify-m4.elf mps2-an386 arm-none-eabi-size 256 "$work/classify-m4.err" "-" "-"
+    for m in prefix prompt; do
+        [ $arm = 1 ] && [ -f "$EMB/infer-$m-m4.elf" ] && row "infer-$m-m4.elf" mps2-an386 arm-none-eabi-size 256 "$work/infer-$m-m4.err" "-" "-"
+    done
     [ $arm = 1 ] && row train-m7.elf mps2-an500 arm-none-eabi-size 512 "$work/train-m7.err" "-" "${train_step_insns:-?}/step"
     [ $arm = 1 ] && echo "(classify-m4: ctx ${EMB_CLASSIFY_CTX:-?}; its SRAM holds the arena plus trie ${classify_trie:-?} B, grammar ${classify_grammar:-?} B, guide ${classify_guide:-?} B)"
+    [ $arm = 1 ] && echo "(infer-prefix-m4, infer-prompt-m4: 4 virtual positions; SRAM also holds the adapter's blocks: prefix ${adapter_prefix_blocks:-?}, prompt ${adapter_prompt_blocks:-?})"
     echo "(inference: ctx $EMB_CTX, $EMB_N_PREDICT tokens; training: $EMB_TRAIN_STEPS steps of $EMB_TRAIN_SEQ tokens, rank $EMB_TRAIN_RANK on $EMB_TRAIN_TARGETS)"
 } | tee "$EMB/budget.txt"
 

@@ -180,4 +180,18 @@ expect_fail "$WISP" finetune "${small[@]}" --encoder-hidden-size 8 -o "$D/g"
 out=$("$WISP" plan -m "$model" --train --method prefix --c-header 2>&1) && fail "a C header for prefix tuning"
 case "$out" in *"prefix-tuning"*) ;; *) fail "unclear refusal: $out" ;; esac
 ok
+
+# a firmware's header for inference with the adapter: the blocks that read it
+# (the firmware itself is checked by make test-embedded)
+h=$("$WISP" plan -m "$model" --ctx 64 -t 1 --c-header --lora "$D/a/peft") || fail "plan --c-header --lora (prefix)"
+for def in 'WISP_PLAN_ADAPTER_PREFIX 1' 'WISP_PLAN_ADAPTER_VIRTUAL_TOKENS 10' 'WISP_PLAN_ADAPTER_ROWS_BYTES 12800u' \
+           'WISP_PLAN_ADAPTER_INDEX_BYTES [0-9]*u' 'WISP_ARENA_BYTES [0-9]*u'; do
+    echo "$h" | grep -q "#define $def" || fail "the header lacks $def"
+done
+out=$("$WISP" plan -m "$model" --lora "$D/a/peft" 2>&1) && fail "plan --lora without --c-header"
+case "$out" in *"goes with --c-header"*) ;; *) fail "unclear refusal: $out" ;; esac
+"$WISP" finetune -m "$model" --data "$D/train.txt" --steps 1 --ctx 16 --batch 1 -q -o "$D/lora" 2>/dev/null || fail "finetune lora"
+out=$("$WISP" plan -m "$model" --c-header --lora "$D/lora/peft" 2>&1) && fail "a LoRA folder planned for the firmware"
+case "$out" in *"does not apply LoRA"*) ;; *) fail "unclear refusal: $out" ;; esac
+ok
 done_ok

@@ -330,6 +330,7 @@ $('ft-start').addEventListener('click', async () => {
     const template = $('ft-template').value;
     const method = $('ft-method').value;
     const dpo = method === 'dpo';
+    const virtual = method === 'prompt' || method === 'prefix'; // virtual positions instead of LoRA pairs
     // DPO takes the pairs as records; the other methods the text as it is
     const data = dpo ? text.split('\n').filter((l) => l.trim()).map((l, i) => {
       try { return JSON.parse(l); } catch { throw new Error(`DPO pairs: line ${i + 1} is not JSON`); }
@@ -337,7 +338,7 @@ $('ft-start').addEventListener('click', async () => {
     const adapter = await state.model.finetune(data, {
       method, ...(dpo ? {} : { format: jsonl ? 'jsonl' : 'text' }),
       ...(jsonl && template && !dpo ? { template } : {}), ...(jsonl && $('ft-packing').checked && !dpo ? { packing: true } : {}),
-      ...(method === 'prompt' ? { numVirtualTokens: num('ft-virtual') } : { rank: num('ft-rank'), alpha: num('ft-alpha') }),
+      ...(virtual ? { numVirtualTokens: num('ft-virtual') } : { rank: num('ft-rank'), alpha: num('ft-alpha') }),
       steps: num('ft-steps'), ctx: num('ft-ctx'), batch: num('ft-batch'),
       lr: num('ft-lr'), seed: num('ft-seed'), signal: controller.signal,
       onProgress: (p) => {
@@ -355,7 +356,7 @@ $('ft-start').addEventListener('click', async () => {
     // JSONL: what the records became, truncation included (never silent)
     const report = jsonl && d && !dpo ? ` Data: ${d.records} records in ${d.windows} windows${$('ft-packing').checked ? ' (packed)' : ''}, ` +
       `${d.scoredTokens} scored tokens, ${d.truncated} cut to the context, ${d.unscored} left with nothing to score.` : '';
-    const what = method === 'prompt' ? `${adapter.info.numVirtualTokens} virtual tokens`
+    const what = virtual ? `${adapter.info.numVirtualTokens} virtual ${method === 'prefix' ? 'key/value positions' : 'tokens'}`
       : `${adapter.info.pairs} projections at rank ${adapter.info.rank} (${$('ft-method').selectedOptions[0].textContent.split(' ')[0]})`;
     status('ft-status', `Trained ${what}: loss ${state.losses[0]?.loss.toFixed(4)} → ` +
       `${last?.loss.toFixed(4)} in ${state.losses.length} steps (${last?.tokensPerSecond.toFixed(0)} tokens/s). The adapter is on.${report}`);

@@ -1,5 +1,6 @@
-// LoRA adapters of a model: loaded from GGUF LoRA (llama.cpp) files or made by
-// model.finetune(), attached with model.useAdapter, saved as GGUF or PEFT.
+// Adapters of a model: LoRA (GGUF LoRA or PEFT files) and PEFT prompt- and
+// prefix-tuning folders, loaded or made by model.finetune(), attached with
+// model.useAdapter, saved as GGUF (LoRA only) or PEFT.
 import { WispError } from './errors.mjs';
 import { disposeSymbol } from './util.mjs';
 import { readIntoEngine, sourceKind } from './source.mjs';
@@ -17,7 +18,10 @@ export class Adapter {
     const notes = model._engine.cstring(m._ww_adapter_notes(ptr)).split('\n').filter(Boolean);
     this.info = { pairs: m._ww_adapter_pairs(ptr), rank: m._ww_adapter_rank(ptr), alpha: m._ww_adapter_alpha(ptr), ...info };
     const virtualTokens = m._ww_adapter_virtual_tokens(ptr);
-    if (virtualTokens) this.info.numVirtualTokens = virtualTokens; // prompt tuning: no pairs, these rows
+    if (virtualTokens) { // prompt or prefix tuning: no pairs, these virtual positions
+      this.info.numVirtualTokens = virtualTokens;
+      this.info.virtual = m._ww_adapter_is_prefix(ptr) ? 'prefix' : 'prompt';
+    }
     if (notes.length) this.info.notes = notes;
   }
 
@@ -122,7 +126,8 @@ async function configText(config) {
 
 /**
  * Load an adapter for `model`: a GGUF LoRA (bytes, File/Blob, URL or, in
- * Node, a path), or PEFT's two files as { config, safetensors } or [File, File].
+ * Node, a path), or PEFT's two files as { config, safetensors } or [File, File]
+ * (LoRA, DoRA, prompt tuning or prefix tuning).
  */
 export async function loadAdapter(model, source, options = {}) {
   if (typeof model?._loadAdapter === 'function') return model._loadAdapter(source, options);

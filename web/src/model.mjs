@@ -17,7 +17,7 @@ export const LOAD_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapt
   'onProgress', 'signal', 'worker', 'threads', 'cache'];
 export const FINETUNE_OPTIONS = ['rank', 'alpha', 'steps', 'ctx', 'batch', 'lr', 'seed', 'schedule', 'warmup', 'clip', 'format',
   'docs', 'onProgress', 'signal', 'name', 'template', 'packing', 'method', 'beta', 'labelSmoothing', 'lossType',
-  'numVirtualTokens', 'promptInitText'];
+  'numVirtualTokens', 'promptInitText', 'prefixProjection'];
 export const GENERATE_OPTIONS = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN',
   'seed', 'addBos', 'special', 'stop', 'signal', 'onToken', 'cachePrompt', 'grammar', 'jsonSchema'];
 
@@ -445,7 +445,9 @@ export class Model {
    * 'dpo' (a LoRA adapter trained on {prompt, chosen, rejected} pairs with
    * trl's DPO loss; progress events carry trl's rewards/* metrics; the three
    * are strings, or lists of messages rendered with options.template or the
-   * model's chat template as trl renders conversational pairs).
+   * model's chat template as trl renders conversational pairs), 'prompt'
+   * (virtual tokens before every input) or 'prefix' (learned keys and values
+   * of every layer, PEFT PREFIX_TUNING without its reparameterization MLP).
    * Memory for the session is allocated before the first step and released
    * after the last; the steps allocate nothing (progress events carry
    * memoryBytes, constant from the first step on). Aborting rejects with an
@@ -592,29 +594,33 @@ export function cutAtStop(text, stops) {
 
 const SCHEDULES = ['constant', 'cosine', 'linear', '1cycle'];
 // options.method -> ww_train_method (wasm/abi_structs.h), the order of its enum
-const METHODS = ['lora', 'rslora', 'dora', 'dpo', 'prompt'];
-// Methods of `wisp finetune --method` the package does not offer yet: refused by name.
-const METHODS_NOT_HERE = { prefix: 'prefix tuning' };
+const METHODS = ['lora', 'rslora', 'dora', 'dpo', 'prompt', 'prefix'];
+// Options of `wisp finetune` the package does not offer yet: refused by name.
+const OPTIONS_NOT_HERE = { prefixProjection: "method 'prefix' with PEFT's reparameterization MLP (wisp finetune --prefix-projection)" };
 const DPO_LOSSES = ['sigmoid', 'ipo'];
 
 // Options with the defaults of `wisp finetune`, so the same settings train
 // the same adapter in a browser and natively.
 function finetuneOptions(options) {
   const o = { rank: 8, steps: 100, ctx: 256, batch: 4, lr: 1e-3, seed: 42, schedule: 'cosine', clip: 1, method: 'lora', ...options };
-  if (o.method in METHODS_NOT_HERE)
-    throw new WispError('unsupported', `method '${o.method}' (${METHODS_NOT_HERE[o.method]}) is not available in the npm package yet; use ${METHODS.join(', ')}`);
+  for (const k of Object.keys(OPTIONS_NOT_HERE))
+    if (o[k] !== undefined && o[k] !== false)
+      throw new WispError('unsupported', `${k}: ${OPTIONS_NOT_HERE[k]} is not available in the npm package yet`);
   if (!METHODS.includes(o.method)) throw new WispError('arg', `unknown method '${o.method}': use one of ${METHODS.join(', ')}`);
   if (o.method !== 'dpo') {
     const dpoOnly = ['beta', 'labelSmoothing', 'lossType'].filter((k) => o[k] !== undefined);
     if (dpoOnly.length) throw new WispError('arg', `${dpoOnly.join(', ')}: options of method 'dpo', not '${o.method}'`);
   }
-  if (o.method !== 'prompt') {
+  const virtual = o.method === 'prompt' || o.method === 'prefix'; // learned virtual positions, no LoRA pairs
+  if (!virtual) {
     const promptOnly = ['numVirtualTokens', 'promptInitText'].filter((k) => o[k] !== undefined);
-    if (promptOnly.length) throw new WispError('arg', `${promptOnly.join(', ')}: options of method 'prompt', not '${o.method}'`);
+    if (promptOnly.length) throw new WispError('arg', `${promptOnly.join(', ')}: options of methods 'prompt' and 'prefix', not '${o.method}'`);
   } else {
     const loraOnly = ['rank', 'alpha'].filter((k) => options[k] !== undefined);
-    if (loraOnly.length) throw new WispError('arg', `${loraOnly.join(', ')}: LoRA options; method 'prompt' trains only the virtual tokens`);
+    if (loraOnly.length) throw new WispError('arg', `${loraOnly.join(', ')}: LoRA options; method '${o.method}' trains only the virtual positions`);
   }
+  if (o.method === 'prefix' && o.promptInitText !== undefined)
+    throw new WispError('arg', "promptInitText is for method 'prompt' (PEFT's prefix tuning has no text init)");
   o.numVirtualTokens ??= 8; // PEFT requires it; its prompt-tuning guide (and `wisp finetune`) use 8
   checkNumber('numVirtualTokens', o.numVirtualTokens, { min: 1, max: 4096, integer: true });
   if (o.promptInitText !== undefined && (typeof o.promptInitText !== 'string' || !o.promptInitText))

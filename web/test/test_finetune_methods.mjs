@@ -233,7 +233,7 @@ await w.dispose();
 
 // ---- plans: a method's trainable state and saved activations as `wisp plan --train --method` plans them ----
 // (the inference parts differ: the package's training context is planned minimal, the CLI's is not)
-for (const method of ['lora', 'rslora', 'dora', 'dpo', 'prompt']) {
+for (const method of ['lora', 'rslora', 'dora', 'dpo', 'prompt', 'prefix']) {
   const mine = model.plan({ finetune: { method, ctx: 48, batch: 4 } }).parts;
   const p = spawnSync(WISP, ['plan', '-m', modelPath, '--train', '--method', method, '--ctx', '48', '--batch', '4', '--json', '-t', '1'],
     { encoding: 'utf8' });
@@ -245,8 +245,9 @@ for (const method of ['lora', 'rslora', 'dora', 'dpo', 'prompt']) {
 // ---- refusals, by name ----
 let e = await expectError(() => model.finetune(text, { method: 'ia3', steps: 1 }), 'arg', 'an unknown method');
 check(e.message.includes("'ia3'"), `the unknown method is named: ${e.message}`);
-e = await expectError(() => model.finetune(text, { method: 'prefix', steps: 1 }), 'unsupported', 'prefix tuning (not in the package yet)');
-check(e.message.includes("'prefix'"), `the method is named: ${e.message}`);
+e = await expectError(() => model.finetune(text, { method: 'prefix', prefixProjection: true, steps: 1 }), 'unsupported',
+  "prefix tuning through PEFT's MLP (not in the package yet)");
+check(e.message.includes('prefixProjection'), `the option is named: ${e.message}`);
 e = await expectError(() => model.finetune(text, { method: 'prompt', rank: 4, steps: 1 }), 'arg', 'rank with prompt tuning');
 check(e.message.includes('rank'), `the LoRA option is named: ${e.message}`);
 e = await expectError(() => model.finetune(text, { method: 'lora', numVirtualTokens: 4, steps: 1 }), 'arg', 'numVirtualTokens with LoRA');

@@ -223,10 +223,10 @@ export type PreferencePair = { prompt: string; chosen: string; rejected: string 
 export type TrainingData = string | string[] | TrainingRecord[] | PreferencePair[];
 
 /** `wisp finetune --method`: LoRA, rsLoRA (alpha / sqrt(rank)), DoRA (PEFT use_dora: a learned magnitude per
- * output row), DPO (trl's, a LoRA adapter trained on preference pairs against the base as reference), or
- * prompt tuning (PEFT PROMPT_TUNING: learned virtual tokens before every input). 'prefix' is refused by name:
- * not in the npm package yet. */
-export type FinetuneMethod = 'lora' | 'rslora' | 'dora' | 'dpo' | 'prompt';
+ * output row), DPO (trl's, a LoRA adapter trained on preference pairs against the base as reference),
+ * prompt tuning (PEFT PROMPT_TUNING: learned virtual tokens before every input) or prefix tuning (PEFT
+ * PREFIX_TUNING: learned keys and values of every layer at the first positions). */
+export type FinetuneMethod = 'lora' | 'rslora' | 'dora' | 'dpo' | 'prompt' | 'prefix';
 
 /** Defaults are `wisp finetune`'s, so the same settings train the same adapter in a browser and natively. */
 export interface FinetuneOptions {
@@ -238,8 +238,10 @@ export interface FinetuneOptions {
   labelSmoothing?: number;
   /** method 'dpo': trl's loss_type; default 'sigmoid' */
   lossType?: 'sigmoid' | 'ipo';
-  /** method 'prompt': learned embeddings before every input; default 8 */
+  /** methods 'prompt' and 'prefix': learned virtual positions before every input; default 8 */
   numVirtualTokens?: number;
+  /** method 'prefix' through PEFT's reparameterization MLP: not in the npm package; true is refused by name */
+  prefixProjection?: false;
   /** method 'prompt': start from this text's token embeddings (PEFT's TEXT init); default random rows */
   promptInitText?: string;
   /** LoRA rank; default 8 */
@@ -340,8 +342,10 @@ export interface AdapterInfo {
   source: 'gguf' | 'peft' | 'finetune';
   /** fine-tuned adapters: the method they were trained with */
   method?: FinetuneMethod;
-  /** prompt tuning: the virtual tokens (pairs, rank and alpha are 0) */
+  /** prompt or prefix tuning: the virtual positions (pairs, rank and alpha are 0) */
   numVirtualTokens?: number;
+  /** prompt or prefix tuning: which of the two (prefix: keys and values put into every layer's cache) */
+  virtual?: 'prompt' | 'prefix';
   /** fine-tuned adapters: what the training data became */
   data?: TrainingDataReport;
 }

@@ -63,7 +63,11 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
     { method: 'dpo', beta: 0.1, lossType: 'sigmoid', labelSmoothing: 0, onProgress: (p) => console.log(p['rewards/margins'], p.pairs) });
   const dora: Adapter = await m.finetune('text', { method: 'dora', rank: 4 });
   const prompt: Adapter = await m.finetune('text', { method: 'prompt', numVirtualTokens: 8, promptInitText: 'Once upon a time' });
-  console.log(dpo.info.method, dora.info.rank, prompt.info.numVirtualTokens);
+  const prefix: Adapter = await m.finetune('text', { method: 'prefix', numVirtualTokens: 4 });
+  const kind: 'prompt' | 'prefix' | undefined = prefix.info.virtual;
+  console.log(dpo.info.method, dora.info.rank, prompt.info.numVirtualTokens, kind);
+  // @ts-expect-error the reparameterization MLP is not in the npm package
+  await m.finetune('text', { method: 'prefix', prefixProjection: true });
   // @ts-expect-error unknown method
   await m.finetune('text', { method: 'ia3' });
   // @ts-expect-error lossType is 'sigmoid' or 'ipo'
