@@ -2,7 +2,7 @@
  * engine's logits for small random models carrying the YaRN keys agree with
  * the float64 reference (tests/lib/ref_model.c, which implements the per-pair
  * ramp and magnitude from the formulas), at every kernel level this build
- * offers, over 96 positions fed in uneven batches (so each batch's table
+ * offers, over 64 positions fed in uneven batches (so each batch's table
  * starts at another position). Variants: llama (adjacent pairs) with an
  * attn_factor, qwen2 (NEOX pairs, q/k/v biases), and llama with Llama 3
  * rope_freqs factors under YaRN. The comparison would notice YaRN done as
@@ -17,7 +17,7 @@
 #include "simd.h"
 #include "test_train_util.h"
 
-#define N_TOK 96
+#define N_TOK 64
 #define N_CTX 128
 #define TOL 1e-5 /* relative RMS; the F32 bar is 2e-3 */
 
