@@ -129,10 +129,20 @@ unsigned char *gguf_with_extras(const unsigned char *base, size_t n, const gguf_
     return write_twice(write_extras, &j, size, err);
 }
 
-unsigned char *gguf_yarn_model(const char *arch, bool qkv_bias, bool rope_freqs, float attn_factor, size_t *size,
-                               wisp_error *err) {
+static wisp_model_shape yarn_shape(const char *arch, bool qkv_bias, bool rope_freqs) {
     wisp_model_shape shape = {"yarn", "yarn", arch, 128, 2, 4, 2, 256, 264, 4096, 10000.0f, 1e-5f, false, qkv_bias,
                               .rope_freqs = rope_freqs};
+    return shape;
+}
+
+unsigned char *gguf_plain_yarn_model(const char *arch, bool qkv_bias, size_t *size, wisp_error *err) {
+    wisp_model_shape shape = yarn_shape(arch, qkv_bias, false);
+    return gguf_tiny_model(&shape, size, err);
+}
+
+unsigned char *gguf_yarn_model(const char *arch, bool qkv_bias, bool rope_freqs, float attn_factor, size_t *size,
+                               wisp_error *err) {
+    wisp_model_shape shape = yarn_shape(arch, qkv_bias, rope_freqs);
     char k_type[64], k_factor[64], k_orig[64], k_attn[64];
     snprintf(k_type, sizeof k_type, "%s.rope.scaling.type", arch);
     snprintf(k_factor, sizeof k_factor, "%s.rope.scaling.factor", arch);

@@ -46,5 +46,7 @@ unsigned char *gguf_with_extras(const unsigned char *base, size_t n, const gguf_
  * over pairs 0..7 of 16) and, when attn_factor > 0, that attn_factor. */
 unsigned char *gguf_yarn_model(const char *arch, bool qkv_bias, bool rope_freqs, float attn_factor, size_t *size,
                                wisp_error *err);
+/* The same model without the rope.scaling keys. */
+unsigned char *gguf_plain_yarn_model(const char *arch, bool qkv_bias, size_t *size, wisp_error *err);
 
 #endif
