@@ -41,8 +41,11 @@ void wisp_rope_table(float *table, int32_t pos0, int32_t n_pos, const wisp_rope_
     for (int32_t i = 0; i < half; i++) {
         /* in double: positions reach the thousands and the angle must stay exact to ~1e-7 */
         double unscaled = pow((double)r->base, -2.0 * i / r->dim);
-        if (r->factors) unscaled /= (double)r->factors[i];
         double freq = unscaled * (double)r->freq_scale;
+        if (r->factors) {
+            freq /= (double)r->factors[i];
+            unscaled /= (double)r->factors[i];
+        }
         if (r->ext_factor != 0.0f) {
             double ramp = (i - lo) / (hi - lo > 0.001 ? hi - lo : 0.001);
             double mix = (1.0 - (ramp < 0 ? 0 : ramp > 1 ? 1 : ramp)) * (double)r->ext_factor;
