@@ -1,5 +1,9 @@
 #include "plan_print.h"
 
+#include <math.h>
+
+#include "rope.h"
+
 const char *cli_human_bytes(char *buf, size_t cap, size_t bytes) {
     const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)bytes;
@@ -32,9 +36,22 @@ void cli_print_family(FILE *out, const wisp_hparams *hp) {
     if (r->rope_base_swa) fprintf(out, " (their RoPE base %g, unscaled)", (double)hp->rope_base_swa);
     fputc('\n', out);
     if (hp->final_softcap > 0) fprintf(out, "  %-18s soft-capped at %g\n", "logits", (double)hp->final_softcap);
-    if (hp->rope_freq_scale != 1.0f || hp->rope_attn_factor != 1.0f || r->rope_freqs || r->longrope) {
+    if (hp->rope_freq_scale != 1.0f || hp->rope_attn_factor != 1.0f || hp->rope_ext_factor != 0.0f || r->rope_freqs ||
+        r->longrope) {
         fprintf(out, "  %-18s", "rope scaling");
-        if (hp->rope_freq_scale != 1.0f) fprintf(out, " linear x %g;", (double)hp->rope_freq_scale);
+        if (hp->rope_ext_factor != 0.0f) {
+            wisp_rope_spec yarn = {.dim = hp->rope_dim, .base = hp->rope_base, .orig_ctx = hp->rope_orig_ctx};
+            double lo, hi;
+            wisp_rope_yarn_dims(&yarn, &lo, &hi);
+            fprintf(out, " YaRN, factor %g over an original context of %d: rotation pairs up to %g unscaled, from %g "
+                         "of %d interpolated, magnitude x %g;", 1.0 / (double)hp->rope_freq_scale, hp->rope_orig_ctx, lo,
+                    hi, hp->rope_dim / 2,
+                    (double)hp->rope_attn_factor * (1.0 + 0.1 * log(1.0 / (double)hp->rope_freq_scale)));
+        } else if (hp->rope_freq_scale != 1.0f) {
+            fprintf(out, " linear x %g;", (double)hp->rope_freq_scale);
+        }
+        if (hp->rope_attn_factor != 1.0f && !r->longrope && hp->rope_ext_factor == 0.0f)
+            fprintf(out, " magnitude x %g;", (double)hp->rope_attn_factor);
         if (r->rope_freqs) fprintf(out, " rope_freqs.weight factors when present;");
         if (r->longrope)
             fprintf(out, " LongRoPE factors when present (long beyond %d positions), magnitude x %g;", hp->rope_orig_ctx,

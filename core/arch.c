@@ -11,8 +11,10 @@
 
 static const wisp_arch_row rows[] = {
     /* llama.cpp's llama takes optional q/k/v biases; Llama 3.x adds rope_freqs */
-    {.name = "llama", .required = LLAMA_LAYER, .optional = QKV_BIASES, .act = WISP_ACT_SILU, .rope_freqs = true},
-    {.name = "qwen2", .required = LLAMA_LAYER | QKV_BIASES, .act = WISP_ACT_SILU, .rope_neox = true},
+    {.name = "llama", .required = LLAMA_LAYER, .optional = QKV_BIASES, .act = WISP_ACT_SILU, .rope_freqs = true,
+     .yarn = true},
+    /* Qwen2.5's long-context GGUFs carry YaRN keys */
+    {.name = "qwen2", .required = LLAMA_LAYER | QKV_BIASES, .act = WISP_ACT_SILU, .rope_neox = true, .yarn = true},
     /* per-head q/k RMSNorm before RoPE; head_dim from attention.key_length */
     {.name = "qwen3", .required = LLAMA_LAYER | QK_NORMS, .act = WISP_ACT_SILU, .rope_neox = true},
     {.name = "gemma2", .required = LLAMA_LAYER | POST_NORMS, .act = WISP_ACT_GELU_TANH, .rope_neox = true,

@@ -44,6 +44,8 @@ typedef struct wisp_arch_row {
     bool rope_neox;          /* rotate (i, i + n/2) pairs, else (2i, 2i + 1) */
     bool rope_freqs;         /* accepts rope_freqs.weight (Llama 3.x frequency factors) */
     bool longrope;           /* accepts rope_factors_long/short.weight and rope.scaling.attn_factor (Phi-3) */
+    bool yarn;               /* accepts rope.scaling.type yarn and rope.scaling.attn_factor (llama.cpp's
+                              * builder for the family passes YaRN's parameters to its RoPE) */
     bool embed_scale;        /* the embedding is multiplied by sqrt(dim) */
     bool softcaps;           /* attn_logit_softcapping and final_logit_softcapping keys */
     wisp_window_rule window;

@@ -127,7 +127,7 @@ static bool has_window(const wisp_arch_row *r) { return r->window != WISP_WINDOW
 static bool has_pattern(const wisp_arch_row *r) { return r->window == WISP_WINDOW_PATTERN; }
 static bool has_softcaps(const wisp_arch_row *r) { return r->softcaps; }
 static bool has_base_swa(const wisp_arch_row *r) { return r->rope_base_swa; }
-static bool has_longrope(const wisp_arch_row *r) { return r->longrope; }
+static bool has_attn_factor(const wisp_arch_row *r) { return r->longrope || r->yarn; }
 static bool always(const wisp_arch_row *r) { return r != NULL; }
 
 static const struct {
@@ -139,12 +139,12 @@ static const struct {
     {"attn_logit_softcapping", has_softcaps},
     {"final_logit_softcapping", has_softcaps},
     {"rope.freq_base_swa", has_base_swa},
-    {"rope.scaling.attn_factor", has_longrope},
+    {"rope.scaling.attn_factor", has_attn_factor},
     {"rope.scaling.type", always},   /* value checked in read_rope_scaling */
     {"rope.scaling.factor", always}, /* likewise */
     {"rope.scaling.original_context_length", always},
     {"rope.scaling.finetuned", always},
-    {"rope.scaling.yarn_", NULL},
+    {"rope.scaling.yarn_", NULL}, /* llama.cpp c392e509 reads yarn_log_multiplier for deepseek2 only */
     {"rope.scaling.beta_", NULL},
     {"rope.dimension_sections", NULL},
     {"rope.scale_linear", NULL},
@@ -211,30 +211,42 @@ static wisp_status check_math_keys(const wisp_gguf *g, const wisp_arch_row *row,
     return WISP_OK;
 }
 
+/* The rope.scaling.* keys as llama.cpp reads them: factor f gives
+ * freq_scale 1/f for every type but "none" and longrope; type yarn also
+ * turns on YaRN's per-pair mix (ext_factor 1, beta_fast 32 and beta_slow 1 as
+ * llama.cpp fixes them) around original_context_length; attn_factor scales
+ * cos and sin whatever the type. */
 static wisp_status read_rope_scaling(const wisp_gguf *g, const wisp_arch_row *row, wisp_hparams *hp, wisp_error *err) {
     char key[128];
     const char *arch = row->name;
     hp->rope_freq_scale = 1.0f;
     hp->rope_attn_factor = 1.0f;
+    hp->rope_ext_factor = 0.0f;
     wisp_str type = {"linear", 6};
     bool typed = wisp_gguf_get_str(g, arch_key(key, sizeof key, arch, "rope.scaling.type"), &type);
     bool longrope = typed && wisp_str_eq(type, "longrope") && row->longrope;
-    if (typed && !wisp_str_eq(type, "none") && !wisp_str_eq(type, "linear") && !longrope)
+    bool yarn = typed && wisp_str_eq(type, "yarn") && row->yarn;
+    if (typed && !wisp_str_eq(type, "none") && !wisp_str_eq(type, "linear") && !longrope && !yarn)
         return wisp_fail(err, WISP_ERR_UNSUPPORTED,
-                         "metadata '%s' = '%.*s': rope scaling of that type is not implemented (wisp has linear, "
-                         "Llama 3 rope_freqs and Phi-3 LongRoPE)", key, (int)(type.len > 32 ? 32 : type.len), type.ptr);
-    /* llama.cpp applies rope.scaling.factor as a linear position scale for
-     * every type but yarn and longrope, "none" included */
+                         "metadata '%s' = '%.*s': rope scaling of that type is not implemented for '%s' (wisp has "
+                         "linear, Llama 3 rope_freqs, YaRN for llama and qwen2, Phi-3 LongRoPE)", key,
+                         (int)(type.len > 32 ? 32 : type.len), type.ptr, arch);
+    /* llama.cpp's rope.scaling.factor sets freq_scale for every type; "none"
+     * then resets it, and Phi-3's LongRoPE factors replace it */
     float factor = opt_f32(g, arch, "rope.scaling.factor", 0.0f);
     if (factor != 0.0f && !longrope) {
         if (!(factor > 0.0f) || factor > 1e6f)
             return wisp_fail(err, WISP_ERR_FORMAT, "metadata '%s.rope.scaling.factor' = %g is not a sensible factor", arch,
                              (double)factor);
-        hp->rope_freq_scale = 1.0f / factor;
+        if (!(typed && wisp_str_eq(type, "none"))) hp->rope_freq_scale = 1.0f / factor;
     }
-    if (row->longrope) {
+    if (yarn) hp->rope_ext_factor = 1.0f;
+    hp->rope_orig_ctx = opt_u32(g, arch, "rope.scaling.original_context_length", hp->ctx_train);
+    if (hp->rope_orig_ctx < 1)
+        return wisp_fail(err, WISP_ERR_FORMAT, "metadata '%s.rope.scaling.original_context_length' must be positive",
+                         arch);
+    if (has_attn_factor(row)) {
         hp->rope_attn_factor = opt_f32(g, arch, "rope.scaling.attn_factor", 1.0f);
-        hp->rope_orig_ctx = opt_u32(g, arch, "rope.scaling.original_context_length", hp->ctx_train);
         if (!(hp->rope_attn_factor > 0.0f) || hp->rope_attn_factor > 100.0f)
             return wisp_fail(err, WISP_ERR_FORMAT, "metadata '%s.rope.scaling.attn_factor' = %g is not sensible", arch,
                              (double)hp->rope_attn_factor);

@@ -33,10 +33,13 @@ typedef struct wisp_hparams {
     bool rope_neox;     /* rotate (i, i+d/2) pairs instead of (2i, 2i+1) */
     bool tied_output;   /* the output projection is the token embedding */
     /* RoPE scaling: theta_i = pos * freq_scale * base^(-2i/rope_dim) / factor_i, and
-     * cos, sin multiplied by attn_factor (factors: rope_freqs / rope_factors_*) */
+     * cos, sin multiplied by attn_factor (factors: rope_freqs / rope_factors_*);
+     * YaRN mixes that with the unscaled angle per pair (core/rope.h) */
     float rope_freq_scale;  /* linear scaling (1: none) */
-    float rope_attn_factor; /* LongRoPE magnitude scale (1: none) */
-    int32_t rope_orig_ctx;  /* LongRoPE: the long factors apply iff n_ctx exceeds this */
+    float rope_attn_factor; /* magnitude scale, rope.scaling.attn_factor (1: none) */
+    float rope_ext_factor;  /* YaRN's extrapolation mix (rope.scaling.type yarn: 1; else 0) */
+    int32_t rope_orig_ctx;  /* rope.scaling.original_context_length (default context_length): LongRoPE's
+                             * long factors apply iff n_ctx exceeds it; YaRN's ramp is placed by it */
     float rope_base_swa;    /* base of windowed layers (rope_base unless the row has its own) */
     int32_t window;         /* sliding window of the windowed layers (0: none) */
     int32_t window_pattern; /* WISP_WINDOW_PATTERN: layer l windowed iff l % pattern < pattern - 1 */

@@ -28,11 +28,18 @@ ARM_SLOW_UNIT   := test_hf_tokenizer test_lora_apply test_quant test_quant_golde
                    test_train_fd test_train_dpo test_train_plan test_kv_ring test_embedding test_arena_limits
 # golden models: every weight-type family and both architectures on the Pi 5
 # path; fewer on the others (the kernel test already checks every type
-# bit for bit on every level)
+# bit for bit on every level). Each family of the architecture table once,
+# the cheapest golden of each, in its main comparison only (GOLDEN_PASSES=main;
+# test-arm-full runs them all): measured under qemu on a loaded 2-core host,
+# CPU seconds on the a76 / armv7: gemma3-f16 26 / 22, gemma2-q4_k_m 6.7 / 7.7,
+# llama3-rope-q4_k_m 6.0 / 7.2, qwen3-f16 4.0 / 2.9, phi3-longrope-f32 1.5 / 1.6
+# (gemma3-f16 with its three passes: 90 on the a76)
+ARM_GOLDEN_FAMILIES := syn-llama3-rope-q4_k_m syn-qwen3-f16 syn-gemma2-q4_k_m syn-phi3-longrope-f32
 ARM_GOLDEN_A76  := stories260K llama-2-tiny-random syn-llama-gqa-q4_0 syn-llama-gqa-q8_0 syn-llama-gqa-q5_1 \
-                   syn-llama-gqa-q2_k syn-llama-gqa-q4_k_m syn-llama-gqa-bf16 syn-qwen2-q4_k_m
+                   syn-llama-gqa-q2_k syn-llama-gqa-q4_k_m syn-llama-gqa-bf16 syn-qwen2-q4_k_m \
+                   $(ARM_GOLDEN_FAMILIES) syn-gemma3-f16
 ARM_GOLDEN_A53  := stories260K syn-llama-gqa-q4_0 syn-llama-gqa-q4_k_m syn-qwen2-q8_0
-ARM_GOLDEN_ARMV7 := stories260K llama-2-tiny-random syn-llama-gqa-q4_0 syn-llama-gqa-q4_k_m
+ARM_GOLDEN_ARMV7 := stories260K llama-2-tiny-random syn-llama-gqa-q4_0 syn-llama-gqa-q4_k_m $(ARM_GOLDEN_FAMILIES)
 ARM_CLI         := test_golden_logits test_run_greedy
 ARM_CLI_ARMV7   := $(ARM_CLI) test_bad_input
 
@@ -65,11 +72,11 @@ test-arm-a53 test-arm-a76:
 else
 # The same binaries as on the a76: only the level choice differs here.
 test-arm-a53: arm64 $(TOOL_BIN)
-	@GOLDEN_MODELS="$(ARM_GOLDEN_A53)" $(call arm_run,cortex-a53,$(ARM64_BUILD),$(QEMU_ARM64) cortex-a53,\
+	@GOLDEN_PASSES=main GOLDEN_MODELS="$(ARM_GOLDEN_A53)" $(call arm_run,cortex-a53,$(ARM64_BUILD),$(QEMU_ARM64) cortex-a53,\
 	  --kernels neon --unavailable neon-dotprod --unit-tests test_simd_neon_wasm --cli-tests "$(ARM_CLI)")
 
 test-arm-a76: arm64 $(TOOL_BIN)
-	@GOLDEN_MODELS="$(ARM_GOLDEN_A76)" $(call arm_run,cortex-a76,$(ARM64_BUILD),$(QEMU_ARM64) cortex-a76,\
+	@GOLDEN_PASSES=main GOLDEN_MODELS="$(ARM_GOLDEN_A76)" $(call arm_run,cortex-a76,$(ARM64_BUILD),$(QEMU_ARM64) cortex-a76,\
 	  --kernels neon-dotprod --unit-tests "$(arm_quick_unit)" --cli-tests "$(ARM_CLI)")
 endif
 
@@ -78,7 +85,7 @@ test-arm-armv7:
 	@echo "FAIL: $@: $(ARMV7_MISSING) not found (apt-get install $(ARM_APT))"; exit 1
 else
 test-arm-armv7: armv7 $(TOOL_BIN)
-	@GOLDEN_MODELS="$(ARM_GOLDEN_ARMV7)" $(call arm_run,armv7-cortex-a7,$(ARMV7_BUILD),$(QEMU_ARMV7) cortex-a7,\
+	@GOLDEN_PASSES=main GOLDEN_MODELS="$(ARM_GOLDEN_ARMV7)" $(call arm_run,armv7-cortex-a7,$(ARMV7_BUILD),$(QEMU_ARMV7) cortex-a7,\
 	  --kernels neon --unavailable neon-dotprod --unit-tests "$(arm_quick_unit)" --cli-tests "$(ARM_CLI_ARMV7)")
 endif
 

@@ -5,7 +5,8 @@
 #     adapter match the float64 PEFT reference and llama.cpp's own golden file;
 #   - several adapters at once with scales;
 #   - wisp's merged models (F32, q8_0, q4_k_m) and quantized models: llama.cpp
-#     computes what wisp computes (and merged = base + adapter in llama.cpp).
+#     computes what wisp computes (and merged = base + adapter in llama.cpp);
+#   - YaRN rope scaling on small llama and qwen2 models (tests/tools/yarn_model).
 # Skipped, with the reason, where node/npm or the package are unavailable.
 source "$(dirname "$0")/lib.sh"
 need models/stories260K.gguf golden/adapters/stories260K-r4/peft golden/adapters/stories260K-r4/logits-with-adapter.json \
@@ -30,6 +31,26 @@ A=$SHARED/golden/adapters/stories260K-r4
 lc() { local cases=$1 out=$2 model=$3; shift 3; node "$LC" "$NLC" "$model" "$cases" "$@" > "$out" 2>"$D/node.err" ||
        fail "llama.cpp failed on $model $*: $(tail -n 5 "$D/node.err")"; }
 prompts() { args=(); while IFS= read -r p; do args+=(-p "$p"); done < <("$TOOLS/golden_prompts" "$1"); }
+
+echo "== YaRN rope scaling (rope.scaling.type yarn, factor 4, original context 256): wisp computes what llama.cpp does"
+# llama.cpp's default F16 KV cache costs it ~2e-4 here; YaRN left out (or read as linear scaling) is off by ~1e-2
+yarn_text="Once upon a time there was a little dog who liked to run in the park with his friends every day"
+for arch in llama qwen2; do
+    "$TOOLS/yarn_model" "$D/yarn-$arch.gguf" $arch && "$TOOLS/yarn_model" "$D/yarn-$arch-plain.gguf" $arch --plain ||
+        fail "yarn_model $arch"
+    "$WISP" logits -m "$D/yarn-$arch.gguf" -p "$yarn_text" --kv-type f32 --json > "$D/yarn-$arch-w.json" || fail "wisp yarn $arch"
+    "$WISP" logits -m "$D/yarn-$arch-plain.gguf" -p "$yarn_text" --kv-type f32 --json > "$D/yarn-$arch-wp.json" ||
+        fail "wisp plain $arch"
+    lc "$D/yarn-$arch-w.json" "$D/yarn-$arch-lc.json" "$D/yarn-$arch.gguf"
+    "$TOOLS/compare_logits" "$D/yarn-$arch-w.json" "$D/yarn-$arch-lc.json" --tol 0.002 > "$D/cmp.txt" ||
+        fail "$arch: wisp's YaRN differs from llama.cpp's: $(cat "$D/cmp.txt")"
+    sed "s/^/$arch yarn: /" "$D/cmp.txt"
+    ok
+    "$TOOLS/compare_logits" "$D/yarn-$arch-wp.json" "$D/yarn-$arch-lc.json" --tol 0.002 > "$D/cmp.txt" &&
+        fail "$arch: the same model without YaRN also matched llama.cpp's YaRN logits: the check sees nothing"
+    sed "s/^/$arch without yarn: /" "$D/cmp.txt"
+    ok
+done
 
 echo "== llama.cpp loads wisp's GGUF LoRA converted from the golden PEFT folder"
 "$WISP" export "$A/peft" --to gguf -m "$SHARED/models/stories260K.gguf" -o "$D/golden.gguf" 2>/dev/null || fail export

@@ -1,12 +1,14 @@
 # wisp make-model: random-weight models at real shapes (cut to a few layers
 # to stay quick) load in wisp with the expected shapes and types, give finite
 # logits, are the same file for the same seed whatever the thread count,
-# carry a real tokenizer when given one, and reject bad options clearly.
+# carry a real tokenizer when given one, and reject bad options clearly. The
+# shapes of Llama 3.2, Qwen3, Gemma 3 and Phi-3 come out with their family's
+# specifics in wisp info and wisp plan, and their plans are exact.
 # When node-llama-cpp is installed (tests/cli/test_llamacpp_interop.sh puts
 # it in the build folder), llama.cpp's logits on the made models are checked
 # against wisp's too.
 source "$(dirname "$0")/lib.sh"
-need models/tokenizers/smollm2/tokenizer.json models/tokenizers/llamacpp-vocab/ggml-vocab-smollm2.gguf
+need models/tokenizers/smollm2/tokenizer.json models/tokenizers/llamacpp-vocab/ggml-vocab-smollm2.gguf models/stories260K.gguf
 D=$WORK/make_model
 rm -rf "$D" && mkdir -p "$D"
 TOK=$SHARED/models/tokenizers/smollm2/tokenizer.json
@@ -48,6 +50,52 @@ for want in "architecture       qwen2" "embedding          896" "vocabulary     
             "blk.0.attn_q.bias"; do
     grep -qF "$want" <<<"$info" || fail "qwen2 info lacks '$want'"; ok
 done
+
+echo "== the shapes of the current small families: wisp info names each family's specifics, wisp plan is exact"
+# stories260K's 512-token vocabulary keeps the files small (Q8_0: quick to quantize); gemma-3-270m keeps 6
+# layers (5 local, 1 global)
+family_shape() { # SHAPE LAYERS WANT...: make it, check info (with --tensors) and the plan
+    local shape=$1 layers=$2 f="$D/$1.gguf"; shift 2
+    "$WISP" make-model --like "$shape" --type q8_0 --layers "$layers" --vocab-from "$SHARED/models/stories260K.gguf" \
+        -o "$f" -t 2 2>"$D/log" || fail "make-model --like $shape: $(cat "$D/log")"
+    local info want
+    info=$("$WISP" info -m "$f" --tensors) || fail "info $shape"
+    for want in "vocabulary         512" "$@"; do
+        grep -qF -- "$want" <<<"$info" || fail "$shape: info lacks '$want': $info"; ok
+    done
+    local total
+    total=$("$WISP" plan -m "$f" --ctx 256 --json | sed -n 's/.*"total_bytes": \([0-9]*\).*/\1/p')
+    [ -n "$total" ] || fail "$shape: no total from wisp plan"
+    "$WISP" run -m "$f" -p "Once upon a time" -n 4 --temp 0 --ctx 256 -q --arena "$total" >/dev/null ||
+        fail "$shape: the planned arena ($total bytes) failed"; ok
+    "$WISP" run -m "$f" -p "Once upon a time" -n 4 --temp 0 --ctx 256 -q --arena $((total - 1)) >/dev/null 2>&1 &&
+        fail "$shape: one byte less than the plan still ran"; ok
+}
+family_shape llama-3.2-1b 1 "architecture       llama" "embedding          2048" "heads              32 (8 key/value heads" \
+    "feed-forward       8192" "adjacent pairs, 64 dims, base 500000" "tied to the embedding" \
+    "family             llama, SiLU-gated feed-forward" "rope_freqs.weight factors when present" "tensor rope_freqs.weight"
+family_shape qwen3-0.6b 1 "architecture       qwen3" "embedding          1024" "heads              16 (8 key/value heads" \
+    "head size          128" "feed-forward       3072" "half-split (NEOX) pairs, 128 dims, base 1e+06" \
+    "family             qwen3, SiLU-gated feed-forward, per-head q/k RMSNorm" "scores x 0.0883883" "blk.0.attn_q_norm.weight"
+family_shape gemma-3-270m 6 "architecture       gemma3" "embedding          640" "heads              4 (1 key/value heads" \
+    "head size          256" "feed-forward       2048" \
+    "family             gemma3, GELU-tanh-gated feed-forward, per-head q/k RMSNorm, post-attention and post-FFN norms, embedding x 25.2982" \
+    "scores x 0.0625; sliding window of 512 on 5 of 6 layers (their RoPE base 10000, unscaled)" "blk.5.post_ffw_norm.weight"
+family_shape gemma-3-1b 1 "architecture       gemma3" "embedding          1152" "head size          256" "feed-forward       6912" \
+    "post-attention and post-FFN norms, embedding x 33.9411" "sliding window of 512 on 1 of 1 layers"
+family_shape phi-3-mini 1 "architecture       phi3" "embedding          3072" "heads              32 (32 key/value heads)" \
+    "head size          96" "feed-forward       8192" "output             separate" \
+    "family             phi3, SiLU-gated feed-forward, fused q/k/v and gate/up" "sliding window of 2047 on 1 of 1 layers" \
+    "blk.0.attn_qkv.weight"
+# a windowed layer caches window - 1 + batch positions in blocks of 64; wisp plan says so
+plan=$("$WISP" plan -m "$D/gemma-3-270m.gguf" --ctx 4096) || fail "plan gemma-3-270m"
+grep -qF "5 of 6 layers attend through a window of 512: each caches a ring of 576 positions" <<<"$plan" ||
+    fail "gemma-3-270m: the plan does not describe the ring: $plan"; ok
+plan=$("$WISP" plan -m "$D/phi-3-mini.gguf" --ctx 4096) || fail "plan phi-3-mini"
+grep -qF "1 of 1 layers attend through a window of 2047: each caches a ring of 2112 positions" <<<"$plan" ||
+    fail "phi-3-mini: the plan does not describe the ring: $plan"; ok
+grep -qF "family             phi3" <<<"$plan" || fail "wisp plan does not describe the family: $plan"; ok
+rm -f "$D"/llama-3.2-1b.gguf "$D"/qwen3-0.6b.gguf "$D"/gemma-3-*.gguf "$D"/phi-3-mini.gguf # 230 MB
 
 echo "== a real tokenizer: tokenizer.json, or a GGUF's vocabulary"
 "$WISP" make-model --like smollm2-135m --type q8_0 --layers 1 --tokenizer "$TOK" -o "$D/tok.gguf" 2>/dev/null || fail "--tokenizer"

@@ -83,6 +83,16 @@ double rel_rms(const float *a, const float *b, size_t n) {
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+double rel_rms_ref(const float *a, const double *ref, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
 double max_abs(const float *v, size_t n) {
     double m = 0;
     for (size_t i = 0; i < n; i++)

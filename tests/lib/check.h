@@ -64,6 +64,8 @@ unsigned char *read_file(const char *path, size_t *size);
 
 /* Relative RMS error: sqrt(sum (a-b)^2 / sum b^2). */
 double rel_rms(const float *a, const float *b, size_t n);
+/* The same against a float64 reference. */
+double rel_rms_ref(const float *a, const double *ref, size_t n);
 
 /* Largest |v[i]| (0 for n == 0): the scale a gradient check measures its
  * finite-difference error against. */

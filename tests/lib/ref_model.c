@@ -179,7 +179,22 @@ static bool windowed(const wisp_hparams *hp, int32_t l) {
     }
 }
 
-/* theta_i = pos * scale * base^(-2i/n) / factor_i; cos and sin times attn_factor */
+/* YaRN (llama.cpp's ggml rope with ext_factor 1, beta_fast 32, beta_slow 1):
+ * how much of pair i keeps its unscaled angle. The pair turning b times over
+ * the original context n0 is d(b) = n ln(n0 / (2 pi b)) / (2 ln base); pairs
+ * up to floor(d(32)) keep it all, from ceil(d(1)) none, linearly between. */
+static double yarn_keep(const wisp_hparams *hp, int32_t i) {
+    const double pi = 3.14159265358979323846;
+    double n = hp->rope_dim, n0 = hp->rope_orig_ctx, lb = log((double)hp->rope_base);
+    double lo = fmax(0.0, floor(n * log(n0 / (2 * pi * 32)) / (2 * lb)));
+    double hi = fmin(n - 1, ceil(n * log(n0 / (2 * pi)) / (2 * lb)));
+    double y = (i - lo) / fmax(0.001, hi - lo);
+    return 1.0 - fmin(1.0, fmax(0.0, y));
+}
+
+/* theta_i = pos * scale * base^(-2i/n) / factor_i; cos and sin times attn_factor.
+ * YaRN: theta_i = pos * base^(-2i/n) / factor_i * (scale (1 - k_i) + k_i),
+ * k_i = yarn_keep, and the magnitude gains 1 + 0.1 ln(1 / scale). */
 static void rope(const ref_model *r, int32_t layer, double *v, int32_t n_heads, int32_t pos) {
     const wisp_hparams *hp = &r->hp;
     const wisp_model *m = r->model;
@@ -187,11 +202,14 @@ static void rope(const ref_model *r, int32_t layer, double *v, int32_t n_heads, 
     bool local = windowed(hp, layer) && hp->arch == WISP_ARCH_GEMMA3; /* own base, no linear scaling */
     double base = local ? hp->rope_base_swa : hp->rope_base, mag = hp->rope_attn_factor;
     double freq_scale = local ? 1.0 : (double)hp->rope_freq_scale;
+    bool yarn = hp->rope_ext_factor != 0.0f && !local;
+    if (yarn) mag *= 1.0 + 0.1 * log(1.0 / freq_scale);
     int32_t half = hp->rope_dim / 2;
     for (int32_t h = 0; h < n_heads; h++) {
         double *x = v + (size_t)h * hp->head_dim;
         for (int32_t i = 0; i < half; i++) {
-            double a = pos * freq_scale * pow(base, -2.0 * i / hp->rope_dim);
+            double k = yarn ? yarn_keep(hp, i) * hp->rope_ext_factor : 0.0;
+            double a = pos * (freq_scale * (1 - k) + k) * pow(base, -2.0 * i / hp->rope_dim);
             if (factors) a /= factors[i];
             int32_t p0 = hp->rope_neox ? i : 2 * i, p1 = hp->rope_neox ? i + half : 2 * i + 1;
             double x0 = x[p0], x1 = x[p1];

@@ -14,15 +14,6 @@
 
 #define N_TOK 40
 
-static double rel_rms_d(const float *a, const double *ref, int32_t n) {
-    double num = 0, den = 0;
-    for (int32_t i = 0; i < n; i++) {
-        num += (a[i] - ref[i]) * (a[i] - ref[i]);
-        den += ref[i] * ref[i];
-    }
-    return sqrt(num / den);
-}
-
 static double norm_of(const float *v, int32_t n) {
     double s = 0;
     for (int32_t i = 0; i < n; i++) s += (double)v[i] * v[i];
@@ -81,7 +72,7 @@ static void check_model(const char *rel) {
         for (int normalize = 0; normalize < 2; normalize++) {
             REQUIRE(embed(&env, tok, N_TOK, poolings[p], normalize, got), "%s: embed", rel);
             ref_pool(hidden, N_TOK, dim, poolings[p], normalize, want);
-            double e = rel_rms_d(got, want, dim);
+            double e = rel_rms_ref(got, want, dim);
             CHECK(e < 1e-4, "%s: %s pooling%s: rel RMS %.2e against float64", rel, names[p],
                   normalize ? ", normalized" : "", e);
             printf("%s: %s%s: rel RMS %.1e vs float64\n", rel, names[p], normalize ? " normalized" : "", e);

@@ -138,15 +138,6 @@ static void ref_with(ref_model *r, adapter **ads, const double *scales, int n_ad
     r->n_lora = 0;
 }
 
-static double rel_rms_d(const float *a, const double *b, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        num += (a[i] - b[i]) * (a[i] - b[i]);
-        den += b[i] * b[i];
-    }
-    return sqrt(num / den);
-}
-
 /* rel RMS of (a1 - a0) against (b1 - b0): how exactly the adapter's change is reproduced */
 static double delta_err(const float *a1, const float *a0, const double *b1, const double *b0, size_t n) {
     double num = 0, den = 0;
@@ -177,7 +168,7 @@ static void check_model(const char *rel, double tol_abs, double tol_delta) {
     wisp_error err = {0};
     REQUIRE(engine_logits(m.ctx, tok, base), "base eval");
     ref_forward(&r, tok, N_TOK, rb);
-    CHECK(rel_rms_d(base, rb, NV) < tol_abs, "%s: base logits vs reference %g", rel, rel_rms_d(base, rb, NV));
+    CHECK(rel_rms_ref(base, rb, NV) < tol_abs, "%s: base logits vs reference %g", rel, rel_rms_ref(base, rb, NV));
 
     int32_t types[3] = {WISP_TYPE_F32, WISP_TYPE_F16, WISP_TYPE_BF16};
     for (int ti = 0; ti < 3; ti++) {
@@ -190,7 +181,7 @@ static void check_model(const char *rel, double tol_abs, double tol_delta) {
         adapter *one[1] = {&a1};
         double s07 = 0.7f;
         ref_with(&r, one, &s07, 1, tok, ra);
-        double e_abs = rel_rms_d(got, ra, NV), e_delta = delta_err(got, base, ra, rb, NV);
+        double e_abs = rel_rms_ref(got, ra, NV), e_delta = delta_err(got, base, ra, rb, NV);
         CHECK(e_abs < tol_abs, "%s type %d: adapted logits vs reference %g", rel, types[ti], e_abs);
         CHECK(e_delta < tol_delta, "%s type %d: adapter's change vs reference %g", rel, types[ti], e_delta);
         printf("%-40s %-4s adapter: rel RMS %.2e, change reproduced to %.2e\n", rel,

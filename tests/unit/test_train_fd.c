@@ -4,7 +4,7 @@
  * differences of an independent float64 reference of the same model
  * (tests/lib/ref_model.c: textbook formulas, dequantized weights). Together
  * the models cover every backward operation: embedding gather, RMSNorm,
- * RoPE in both conventions (llama adjacent pairs, qwen2 halves), GQA
+ * RoPE in both conventions (llama adjacent pairs, qwen2 halves) and YaRN-scaled, GQA
  * attention, q/k/v biases (qwen2), SwiGLU, tied (qwen2) and untied output,
  * cross-entropy with loss masks over several sequences, LoRA with dropout,
  * and the transposed products of every quantized type. Variants cover
@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "gguf_extras.h"
 #include "test_train_util.h"
 #include "train.h"
 
@@ -40,20 +41,18 @@ static bool keep_of_engine(void *user, int32_t layer, int32_t proj, int32_t t, i
     return wisp_train_keep((const wisp_train *)user, 0, layer, proj, t, i);
 }
 
-static void fd_check_seq(const char *rel, const variant *v, double tol_loss, double tol_grad, int32_t seq) {
-    const char *path = shared_path(rel);
-    if (!path) {
-        fprintf(stderr, "note: %s missing, skipped\n", rel);
-        return;
-    }
-    train_env e = {0};
+/* e: the model's bytes read and opened (e.bytes, e.g); closed here. */
+static void fd_check_env(train_env e, const char *rel, const variant *v, double tol_loss, double tol_grad, int32_t seq) {
     wisp_config cfg = train_config(seq, RANK, 3);
     cfg.train.micro_batch = v->n_seq;
     cfg.train.act_type = v->act_type;
     cfg.train.checkpointing = v->checkpointing;
     cfg.train.dropout = v->dropout;
     cfg.train.dora = v->dora;
-    REQUIRE(train_open(&e, path, &cfg), "%s: cannot open", rel);
+    if (!train_open(&e, rel, &cfg)) {
+        train_close(&e);
+        REQUIRE(false, "%s: cannot open", rel);
+    }
     const wisp_hparams *hp = wisp_ctx_hparams(e.ctx);
     const wisp_lora *lora = wisp_train_lora(e.ctx), *grads = wisp_train_gradients(e.ctx);
     ref_lora *refs = calloc((size_t)lora->n_pairs, sizeof *refs);
@@ -129,6 +128,27 @@ static void fd_check_seq(const char *rel, const variant *v, double tol_loss, dou
     train_close(&e);
 }
 
+static void fd_check_seq(const char *rel, const variant *v, double tol_loss, double tol_grad, int32_t seq) {
+    const char *path = shared_path(rel);
+    REQUIRE(path, "%s is missing", rel);
+    train_env e = {0};
+    wisp_error err = {0};
+    e.bytes = read_file(path, &e.size);
+    REQUIRE(e.bytes && !wisp_gguf_open(&e.g, e.bytes, e.size, &err), "%s: %s", rel, err.message);
+    fd_check_env(e, rel, v, tol_loss, tol_grad, seq);
+}
+
+/* YaRN rope scaling (rope.scaling.type yarn, factor 4, an original context
+ * of 256, attn_factor 0.9) on a small generated llama: the rotation table
+ * training shares with inference */
+static void fd_check_yarn(const variant *v) {
+    train_env e = {0};
+    wisp_error err = {0};
+    e.bytes = gguf_yarn_model("llama", false, false, 0.9f, &e.size, &err);
+    REQUIRE(e.bytes && !wisp_gguf_open(&e.g, e.bytes, e.size, &err), "yarn model: %s", err.message);
+    fd_check_env(e, "generated llama, YaRN x4", v, 1e-5, 1e-3, MAX_SEQ);
+}
+
 static void fd_check(const char *rel, const variant *v, double tol_loss, double tol_grad) {
     fd_check_seq(rel, v, tol_loss, tol_grad, SEQ);
 }
@@ -173,6 +193,8 @@ int main(void) {
         fd_check_seq(rel, &all[0], 1e-5, 1e-3, MAX_SEQ);
         fd_check_seq(rel, &all[4], 1e-5, 1e-3, MAX_SEQ); /* dropout, checkpointing */
     }
+    fd_check_yarn(&all[0]);
+    fd_check_yarn(&all[4]); /* dropout, checkpointing */
     /* DoRA (magnitude per output row, detached row norms): plain, with q/k/v
      * biases (qwen2), checkpointing, masked batches, reduced storage,
      * quantized bases and gemma2's post-norms */
