@@ -1,5 +1,7 @@
 #include "plan_print.h"
 
+#include "model.h"
+
 const char *cli_human_bytes(char *buf, size_t cap, size_t bytes) {
     const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)bytes;
