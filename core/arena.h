@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wisp.h" /* wisp_part */
+#include "wisp.h" /* wisp_part: the parts a plan is made of, in the order init carves them */
 
 #define WISP_ARENA_ALIGN 64   /* every carve starts a cache line after the previous */
 #define WISP_ARENA_BASE_ALIGN 16 /* what the caller's block must be aligned to */

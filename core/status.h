@@ -1,6 +1,7 @@
-/* Errors are values: every fallible call returns a wisp_status and, when the
- * caller passes a wisp_error, a one-line human-readable message saying what
- * was wrong (which tensor, what was expected, what was found). */
+/* How core records a failure: wisp_fail and wisp_error_prefix write the
+ * one-line message of a wisp_error (wisp.h declares both it and wisp_status),
+ * saying what was wrong (which tensor, what was expected, what was found),
+ * with a small formatter of their own. */
 #ifndef WISP_STATUS_H
 #define WISP_STATUS_H
 

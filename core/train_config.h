@@ -1,8 +1,7 @@
-/* What a context is planned and carved for when it trains a LoRA adapter:
- * the shapes that size the arena (sequence length, micro-batch, rank,
- * targets, optimizer, saved-activation type, checkpointing) and the
- * hyperparameters the steps read. Part of wisp_config (cfg.train); training
- * is off while seq_len is 0. Zero fields take the defaults noted. */
+/* Training's internal state beside its configuration: the dynamic loss
+ * scaler the optimizer step keeps for F16 storage. What a context trains
+ * (wisp_train_config: shapes, objective, hyperparameters) is public and
+ * declared in wisp.h. */
 #ifndef WISP_TRAIN_CONFIG_H
 #define WISP_TRAIN_CONFIG_H
 

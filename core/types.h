@@ -1,5 +1,6 @@
-/* Tensor element types, numbered as GGML numbers them, and one row of facts
- * and reference (scalar) code per type. Adding a type means adding a row.
+/* Tensor element types (wisp_type, numbered as GGML numbers them, is in
+ * wisp.h: callers pick kv_type with it) and one row of facts and reference
+ * (scalar) code per type. Adding a type means adding a row.
  *
  * The reference functions define the answer: every SIMD kernel in simd/ is
  * tested against them. Dot products follow llama.cpp's scheme: weights stay in

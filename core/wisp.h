@@ -307,7 +307,7 @@ typedef struct wisp_config {
     wisp_threads threads;    /* n_threads sizes per-thread scratch */
     int32_t max_adapters;    /* LoRA adapters attachable at once (plan part "adapters"); 0: none */
     int32_t max_lora_rank;   /* largest rank an attached adapter may have; 0 with adapters: 64 */
-    wisp_train_config train; /* LoRA fine-tuning; off while train.seq_len is 0 (train_config.h) */
+    wisp_train_config train; /* LoRA fine-tuning; off while train.seq_len is 0 (wisp_train_config above) */
 } wisp_config;
 
 typedef struct wisp_memory_plan {
