@@ -69,11 +69,15 @@ leaks=$(grep '#include "' "$here/core/wisp.h")
 ok
 
 # and a program that includes nothing but <wisp.h> (only -Icore on the path)
-# compiles warning-free with gcc and clang and links against libwisp.a. A
-# sanitized library (test-sanitize) is linked by gcc, which built it, with
-# its runtime; the clang object is uninstrumented and links there too.
-san=()
-[ -z "$(asan_runtime)" ] || san=(-fsanitize=address,undefined)
+# compiles warning-free with gcc and clang and links against libwisp.a. An
+# instrumented library (test-sanitize's ASan/UBSan, make coverage's gcov) is
+# linked by gcc, which built it, with the runtimes it calls; the clang object
+# is uninstrumented and links there too. The probe's gcov counts go to $D.
+nm -u "$lib" >"$D/undefined" 2>/dev/null || fail "nm could not list $lib's undefined symbols"
+runtime=()
+grep -q ' __asan_' "$D/undefined" && runtime+=(-fsanitize=address)
+grep -q ' __ubsan_' "$D/undefined" && runtime+=(-fsanitize=undefined)
+grep -q ' __gcov_' "$D/undefined" && runtime+=(--coverage)
 expect="version 0.1.0
 kv_type_is_f16 1
 status arena too small
@@ -87,10 +91,10 @@ for c in gcc clang; do
         -c "$here/tests/cli/public_header_user.c" -o "$D/user-$c.o" 2>"$D/user-$c.log" ||
         fail "$c: a program including only <wisp.h> does not compile: $(head -5 "$D/user-$c.log")"
     linker=$c
-    [ ${#san[@]} -eq 0 ] || linker=gcc
-    $linker "${san[@]}" "$D/user-$c.o" "$lib" -lm -o "$D/user-$c" 2>"$D/user-$c.log" ||
+    [ ${#runtime[@]} -eq 0 ] || linker=gcc
+    $linker "${runtime[@]}" "$D/user-$c.o" "$lib" -lm -o "$D/user-$c" 2>"$D/user-$c.log" ||
         fail "$c: the program does not link against $lib: $(head -5 "$D/user-$c.log")"
-    out=$("$D/user-$c") || fail "$c: the program failed: $out"
+    out=$(GCOV_PREFIX=$D/gcov "$D/user-$c") || fail "$c: the program failed: $out"
     [ "$out" = "$expect" ] || fail "$c: the program printed
 $out
 expected
