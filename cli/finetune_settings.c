@@ -9,6 +9,7 @@
 #include "atomic_file.h"
 #include "file_map.h"
 #include "json.h"
+#include "model.h"
 
 typedef enum { K_STR, K_FLOAT, K_INT, K_I64, K_U64, K_BOOL } kind;
 

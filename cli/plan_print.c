@@ -2,6 +2,7 @@
 
 #include <math.h>
 
+#include "model.h"
 #include "rope.h"
 
 const char *cli_human_bytes(char *buf, size_t cap, size_t bytes) {

@@ -10,32 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wisp.h" /* wisp_part: the parts a plan is made of, in the order init carves them */
+
 #define WISP_ARENA_ALIGN 64   /* every carve starts a cache line after the previous */
 #define WISP_ARENA_BASE_ALIGN 16 /* what the caller's block must be aligned to */
-
-/* The parts a plan is made of, in the order init carves them. */
-typedef enum wisp_part {
-    WISP_PART_CONTEXT,     /* the context struct and per-layer tensor tables */
-    WISP_PART_TOKENIZER,   /* token index, lookup hash tables, merge ranks */
-    WISP_PART_KV_CACHE,    /* keys and values for ctx positions, every layer */
-    WISP_PART_SCRATCH,     /* activations of one forward batch */
-    WISP_PART_LOGITS,      /* output logits (one row, or one per batch position) */
-    WISP_PART_SAMPLER,     /* candidate list for top-k/top-p/min-p */
-    WISP_PART_TEXT,        /* tokenizer working memory for prompts */
-    WISP_PART_ADAPTERS,    /* tables of attached LoRA adapters */
-    WISP_PART_LORA,        /* trainable LoRA weights */
-    WISP_PART_GRADIENTS,   /* their gradients */
-    WISP_PART_OPTIMIZER,   /* optimizer moments */
-    WISP_PART_ACTIVATIONS, /* activations saved for the backward pass */
-    WISP_PART_TRAIN_SCRATCH, /* backward-pass working memory */
-    WISP_PART_PACKED_WEIGHTS, /* weights in the kernel level's own layout (kernels.h wisp_packing), and
-                               * the norm and bias vectors beside them */
-    WISP_PART_TOKEN_TRIE,  /* the vocabulary as a byte trie, for grammar-constrained sampling */
-    WISP_PART_GRAMMAR,     /* a compiled grammar and its matcher's state */
-    WISP_PART_COUNT
-} wisp_part;
-
-const char *wisp_part_name(int part);
 
 typedef struct wisp_arena {
     uint8_t *base;

@@ -1,6 +1,8 @@
 /* See chat_cache.h. */
 #include "chat_cache.h"
 
+#include "status.h"
+
 void wisp_chat_cache_init(wisp_chat_cache *c, wisp_ctx *ctx, int32_t *tokens, int32_t cap) {
     c->tokens = tokens;
     c->cap = cap;

@@ -11,43 +11,7 @@
 #include "arena.h"
 #include "gguf.h"
 #include "status.h"
-
-/* Rows of the architecture table (arch.c), in its order. */
-typedef enum wisp_arch {
-    WISP_ARCH_LLAMA, WISP_ARCH_QWEN2, WISP_ARCH_QWEN3, WISP_ARCH_GEMMA2, WISP_ARCH_GEMMA3, WISP_ARCH_PHI3
-} wisp_arch;
-
-typedef struct wisp_hparams {
-    wisp_arch arch;
-    int32_t n_vocab;
-    int32_t dim;        /* embedding width */
-    int32_t n_layers;
-    int32_t n_heads;
-    int32_t n_kv_heads; /* < n_heads: grouped-query attention */
-    int32_t head_dim;
-    int32_t ffn_dim;
-    int32_t rope_dim;   /* leading dims of each head that are rotated */
-    int32_t ctx_train;  /* context length the model was trained with */
-    float rope_base;
-    float rms_eps;
-    bool rope_neox;     /* rotate (i, i+d/2) pairs instead of (2i, 2i+1) */
-    bool tied_output;   /* the output projection is the token embedding */
-    /* RoPE scaling: theta_i = pos * freq_scale * base^(-2i/rope_dim) / factor_i, and
-     * cos, sin multiplied by attn_factor (factors: rope_freqs / rope_factors_*);
-     * YaRN mixes that with the unscaled angle per pair (core/rope.h) */
-    float rope_freq_scale;  /* linear scaling (1: none) */
-    float rope_attn_factor; /* magnitude scale, rope.scaling.attn_factor (1: none) */
-    float rope_ext_factor;  /* YaRN's extrapolation mix (rope.scaling.type yarn: 1; else 0) */
-    int32_t rope_orig_ctx;  /* rope.scaling.original_context_length (default context_length): LongRoPE's
-                             * long factors apply iff n_ctx exceeds it; YaRN's ramp is placed by it */
-    float rope_base_swa;    /* base of windowed layers (rope_base unless the row has its own) */
-    int32_t window;         /* sliding window of the windowed layers (0: none) */
-    int32_t window_pattern; /* WISP_WINDOW_PATTERN: layer l windowed iff l % pattern < pattern - 1 */
-    float attn_softcap;     /* scores s -> c tanh(s / c) before the mask (0: none) */
-    float final_softcap;    /* logits likewise (0: none) */
-    float attn_scale;       /* scores are q.k * attn_scale */
-    float embed_scale;      /* the embedding row is multiplied by it (1 or sqrt(dim)) */
-} wisp_hparams;
+#include "wisp.h" /* wisp_arch, wisp_hparams, wisp_proj */
 
 /* The architecture row of hp (never NULL for hparams that were read). */
 const wisp_arch_row *wisp_hparams_row(const wisp_hparams *hp);
@@ -69,14 +33,6 @@ typedef struct wisp_weight {
     size_t row_bytes;
     const uint8_t *packed; /* the kernel level's packed copy (core/packed_weights.h), or NULL */
 } wisp_weight;
-
-/* The seven LoRA-capable projections of a layer, in a fixed order used by
- * adapters and training. */
-typedef enum wisp_proj {
-    WISP_PROJ_Q, WISP_PROJ_K, WISP_PROJ_V, WISP_PROJ_O,
-    WISP_PROJ_GATE, WISP_PROJ_UP, WISP_PROJ_DOWN,
-    WISP_PROJ_COUNT
-} wisp_proj;
 
 /* GGUF short name ("attn_q") and HF module name ("q_proj") of a projection. */
 const char *wisp_proj_gguf_name(int proj);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "train.h"
+#include "train_config.h"
 
 typedef struct opt_job {
     wisp_train *tr;

@@ -1,5 +1,6 @@
-/* Tensor element types, numbered as GGML numbers them, and one row of facts
- * and reference (scalar) code per type. Adding a type means adding a row.
+/* Tensor element types (wisp_type, numbered as GGML numbers them, is in
+ * wisp.h: callers pick kv_type with it) and one row of facts and reference
+ * (scalar) code per type. Adding a type means adding a row.
  *
  * The reference functions define the answer: every SIMD kernel in simd/ is
  * tested against them. Dot products follow llama.cpp's scheme: weights stay in
@@ -13,30 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum wisp_type {
-    WISP_TYPE_F32 = 0,
-    WISP_TYPE_F16 = 1,
-    WISP_TYPE_Q4_0 = 2,
-    WISP_TYPE_Q4_1 = 3,
-    WISP_TYPE_Q5_0 = 6,
-    WISP_TYPE_Q5_1 = 7,
-    WISP_TYPE_Q8_0 = 8,
-    WISP_TYPE_Q8_1 = 9,
-    WISP_TYPE_Q2_K = 10,
-    WISP_TYPE_Q3_K = 11,
-    WISP_TYPE_Q4_K = 12,
-    WISP_TYPE_Q5_K = 13,
-    WISP_TYPE_Q6_K = 14,
-    WISP_TYPE_Q8_K = 15,
-    WISP_TYPE_IQ4_NL = 20,
-    WISP_TYPE_I8 = 24,
-    WISP_TYPE_I16 = 25,
-    WISP_TYPE_I32 = 26,
-    WISP_TYPE_I64 = 27,
-    WISP_TYPE_F64 = 28,
-    WISP_TYPE_BF16 = 30,
-    WISP_TYPE_COUNT = 43 /* ids 0..42 as GGML numbers them today */
-} wisp_type;
+#include "wisp.h" /* wisp_type */
 
 #define WISP_QK 32   /* block length of the "legacy" quants (Q4_0 ... Q8_1, IQ4_NL) */
 #define WISP_QK_K 256 /* super-block length of the K-quants */

@@ -2,8 +2,8 @@
  *
  * The flow, on any target:
  *
- *     wisp_gguf g;                       // parse a GGUF in place (mmap, flash, ArrayBuffer)
- *     wisp_gguf_open(&g, bytes, size, &err);
+ *     wisp_gguf g;                       // the platform parses a GGUF in place (mmap, flash,
+ *     wisp_gguf_open(&g, bytes, size, &err); // ArrayBuffer) through core/gguf.h
  *     wisp_config cfg = wisp_config_default();
  *     cfg.n_ctx = 512;
  *     wisp_memory_plan plan;             // exact bytes, per part, before anything starts
@@ -35,14 +35,233 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arena.h"
-#include "gguf.h"
-#include "model.h"
-#include "status.h"
-#include "train_config.h"
-#include "types.h"
-
 #define WISP_VERSION "0.1.0"
+
+/* Errors are values: every fallible call returns a wisp_status and, when the
+ * caller passes a wisp_error, a one-line message saying what was wrong. */
+typedef enum wisp_status {
+    WISP_OK = 0,
+    WISP_ERR_ARG,         /* caller passed something invalid */
+    WISP_ERR_FORMAT,      /* input bytes are malformed or truncated */
+    WISP_ERR_UNSUPPORTED, /* well-formed, but not something wisp runs */
+    WISP_ERR_SHAPE,       /* tensors or hyperparameters disagree */
+    WISP_ERR_NOT_FOUND,   /* a named tensor or key is missing */
+    WISP_ERR_ARENA,       /* the arena is smaller than the plan */
+    WISP_ERR_CAPACITY,    /* a caller buffer is too small (size reported) */
+    WISP_ERR_NUMERIC,     /* NaN/Inf where a finite value is required */
+    WISP_ERR_IO,          /* a platform sink or source failed */
+    WISP_ERR_ABORTED,     /* the caller asked to stop */
+    WISP_ERR_INTERNAL     /* an invariant broke: a bug in wisp */
+} wisp_status;
+
+#define WISP_ERROR_MESSAGE_MAX 320
+
+typedef struct wisp_error {
+    wisp_status status;
+    char message[WISP_ERROR_MESSAGE_MAX];
+} wisp_error;
+
+/* Short stable name of a status ("malformed input", "arena too small", ...). */
+const char *wisp_status_name(wisp_status s);
+
+/* Tensor element types, numbered as GGML numbers them (types.h has a row of
+ * facts and reference code per type). */
+typedef enum wisp_type {
+    WISP_TYPE_F32 = 0,
+    WISP_TYPE_F16 = 1,
+    WISP_TYPE_Q4_0 = 2,
+    WISP_TYPE_Q4_1 = 3,
+    WISP_TYPE_Q5_0 = 6,
+    WISP_TYPE_Q5_1 = 7,
+    WISP_TYPE_Q8_0 = 8,
+    WISP_TYPE_Q8_1 = 9,
+    WISP_TYPE_Q2_K = 10,
+    WISP_TYPE_Q3_K = 11,
+    WISP_TYPE_Q4_K = 12,
+    WISP_TYPE_Q5_K = 13,
+    WISP_TYPE_Q6_K = 14,
+    WISP_TYPE_Q8_K = 15,
+    WISP_TYPE_IQ4_NL = 20,
+    WISP_TYPE_I8 = 24,
+    WISP_TYPE_I16 = 25,
+    WISP_TYPE_I32 = 26,
+    WISP_TYPE_I64 = 27,
+    WISP_TYPE_F64 = 28,
+    WISP_TYPE_BF16 = 30,
+    WISP_TYPE_COUNT = 43 /* ids 0..42 as GGML numbers them today */
+} wisp_type;
+
+/* The parts a plan is made of, in the order init carves them. */
+typedef enum wisp_part {
+    WISP_PART_CONTEXT,     /* the context struct and per-layer tensor tables */
+    WISP_PART_TOKENIZER,   /* token index, lookup hash tables, merge ranks */
+    WISP_PART_KV_CACHE,    /* keys and values for ctx positions, every layer */
+    WISP_PART_SCRATCH,     /* activations of one forward batch */
+    WISP_PART_LOGITS,      /* output logits (one row, or one per batch position) */
+    WISP_PART_SAMPLER,     /* candidate list for top-k/top-p/min-p */
+    WISP_PART_TEXT,        /* tokenizer working memory for prompts */
+    WISP_PART_ADAPTERS,    /* tables of attached LoRA adapters */
+    WISP_PART_LORA,        /* trainable LoRA weights */
+    WISP_PART_GRADIENTS,   /* their gradients */
+    WISP_PART_OPTIMIZER,   /* optimizer moments */
+    WISP_PART_ACTIVATIONS, /* activations saved for the backward pass */
+    WISP_PART_TRAIN_SCRATCH, /* backward-pass working memory */
+    WISP_PART_PACKED_WEIGHTS, /* weights in the kernel level's own layout (kernels.h wisp_packing), and
+                               * the norm and bias vectors beside them */
+    WISP_PART_TOKEN_TRIE,  /* the vocabulary as a byte trie, for grammar-constrained sampling */
+    WISP_PART_GRAMMAR,     /* a compiled grammar and its matcher's state */
+    WISP_PART_COUNT
+} wisp_part;
+
+/* A part's name as plans print it ("kv_cache"); "?" out of range. */
+const char *wisp_part_name(int part);
+
+/* Rows of the architecture table (arch.c), in its order. */
+typedef enum wisp_arch {
+    WISP_ARCH_LLAMA, WISP_ARCH_QWEN2, WISP_ARCH_QWEN3, WISP_ARCH_GEMMA2, WISP_ARCH_GEMMA3, WISP_ARCH_PHI3
+} wisp_arch;
+
+typedef struct wisp_hparams {
+    wisp_arch arch;
+    int32_t n_vocab;
+    int32_t dim;        /* embedding width */
+    int32_t n_layers;
+    int32_t n_heads;
+    int32_t n_kv_heads; /* < n_heads: grouped-query attention */
+    int32_t head_dim;
+    int32_t ffn_dim;
+    int32_t rope_dim;   /* leading dims of each head that are rotated */
+    int32_t ctx_train;  /* context length the model was trained with */
+    float rope_base;
+    float rms_eps;
+    bool rope_neox;     /* rotate (i, i+d/2) pairs instead of (2i, 2i+1) */
+    bool tied_output;   /* the output projection is the token embedding */
+    /* RoPE scaling: theta_i = pos * freq_scale * base^(-2i/rope_dim) / factor_i, and
+     * cos, sin multiplied by attn_factor (factors: rope_freqs / rope_factors_*);
+     * YaRN mixes that with the unscaled angle per pair (core/rope.h) */
+    float rope_freq_scale;  /* linear scaling (1: none) */
+    float rope_attn_factor; /* magnitude scale, rope.scaling.attn_factor (1: none) */
+    float rope_ext_factor;  /* YaRN's extrapolation mix (rope.scaling.type yarn: 1; else 0) */
+    int32_t rope_orig_ctx;  /* rope.scaling.original_context_length (default context_length): LongRoPE's
+                             * long factors apply iff n_ctx exceeds it; YaRN's ramp is placed by it */
+    float rope_base_swa;    /* base of windowed layers (rope_base unless the row has its own) */
+    int32_t window;         /* sliding window of the windowed layers (0: none) */
+    int32_t window_pattern; /* WISP_WINDOW_PATTERN: layer l windowed iff l % pattern < pattern - 1 */
+    float attn_softcap;     /* scores s -> c tanh(s / c) before the mask (0: none) */
+    float final_softcap;    /* logits likewise (0: none) */
+    float attn_scale;       /* scores are q.k * attn_scale */
+    float embed_scale;      /* the embedding row is multiplied by it (1 or sqrt(dim)) */
+} wisp_hparams;
+
+/* The seven LoRA-capable projections of a layer, in a fixed order used by
+ * adapters and training. */
+typedef enum wisp_proj {
+    WISP_PROJ_Q, WISP_PROJ_K, WISP_PROJ_V, WISP_PROJ_O,
+    WISP_PROJ_GATE, WISP_PROJ_UP, WISP_PROJ_DOWN,
+    WISP_PROJ_COUNT
+} wisp_proj;
+
+/* ---- what a context trains (cfg.train) ----------------------------------
+ * The shapes that size the arena (sequence length, micro-batch, rank, targets,
+ * optimizer, saved-activation type, checkpointing) and the hyperparameters the
+ * steps read. Training is off while seq_len is 0. Zero fields take the
+ * defaults noted. */
+typedef enum wisp_optimizer_kind {
+    WISP_OPTIMIZER_ADAMW, /* Adam with decoupled weight decay (PyTorch AdamW) */
+    WISP_OPTIMIZER_SGD    /* SGD with momentum (PyTorch SGD, dampening 0, coupled weight decay) */
+} wisp_optimizer_kind;
+
+typedef enum wisp_schedule_kind {
+    WISP_SCHEDULE_CONSTANT, /* warmup (if any), then constant */
+    WISP_SCHEDULE_COSINE,   /* linear warmup, then cosine decay to min_lr_ratio x lr (HF's) */
+    WISP_SCHEDULE_LINEAR,   /* linear warmup, then linear decay to min_lr_ratio x lr (HF's) */
+    WISP_SCHEDULE_ONECYCLE  /* PyTorch OneCycleLR, cosine: lr/25 up to lr over the warmup, then down to lr/25e4 */
+} wisp_schedule_kind;
+
+/* What a micro-step minimises. */
+typedef enum wisp_train_objective {
+    WISP_OBJECTIVE_CAUSAL_LM, /* mean cross-entropy of the scored next tokens (wisp_train_micro_step) */
+    WISP_OBJECTIVE_DPO        /* trl's DPO on (chosen, rejected) pairs (wisp_train_dpo_micro_step, train_dpo.c) */
+} wisp_train_objective;
+
+typedef enum wisp_dpo_loss_kind {
+    WISP_DPO_SIGMOID, /* -(1-e) log sigmoid(beta d) - e log sigmoid(-beta d), d on summed log-probs */
+    WISP_DPO_IPO      /* (d - 1/(2 beta))^2, d on per-token averaged log-probs (trl's "ipo") */
+} wisp_dpo_loss_kind;
+
+#define WISP_TARGETS_ALL 0x7fu /* every projection: 1u << WISP_PROJ_Q | ... | 1u << WISP_PROJ_DOWN */
+
+typedef struct wisp_train_config {
+    /* ---- shapes: these size the plan ---- */
+    int32_t seq_len;      /* positions the model sees per sequence (a window holds seq_len + 1 tokens); 0: off */
+    int32_t micro_batch;  /* sequences per micro-step; 0: 1 */
+    int32_t rank;         /* LoRA rank; 0: 8 */
+    uint32_t targets;     /* bitmask of 1u << wisp_proj; 0: WISP_TARGETS_ALL */
+    int32_t optimizer;    /* wisp_optimizer_kind */
+    int32_t act_type;     /* saved activations: WISP_TYPE_F32 (0, default), WISP_TYPE_BF16 or WISP_TYPE_F16 */
+    bool checkpointing;   /* keep only each layer's input and recompute the rest during the backward pass */
+    int32_t loss_chunk;   /* tokens whose logits exist at once; 0: as many as fit 16 MiB of logits */
+    int32_t backward_tile;/* floats per worker for weight tiles dequantized in the backward pass; 0: 32768 */
+
+    /* ---- objective ---- */
+    int32_t objective;    /* wisp_train_objective; DPO plans per-token weights and needs an even micro_batch */
+    float dpo_beta;       /* DPO: 0: 0.1 (trl's default) */
+    float dpo_label_smoothing; /* DPO sigmoid: in [0, 0.5) (cDPO); must be 0 for IPO */
+    int32_t dpo_loss;     /* wisp_dpo_loss_kind */
+
+    /* ---- prompt tuning (PEFT PROMPT_TUNING) ---- */
+    int32_t virtual_tokens; /* > 0: train only this many input embeddings prepended to every sequence
+                             * (positions 0..n-1; the text starts at n), no LoRA pairs; 0: off */
+    /* ---- prefix tuning (PEFT PREFIX_TUNING, P-tuning v2) ---- */
+    bool prefix;            /* with virtual_tokens: the learned rows are every layer's keys and values at
+                             * positions 0..n-1 (PEFT's past_key_values, [n][n_layers][2][n_kv_heads][head_dim],
+                             * keys used as they are: no RoPE) instead of input embeddings */
+    bool prefix_projection; /* prefix: train through PEFT's reparameterization, prefix = W2 tanh(W1 e + b1) + b2
+                             * of N learned embeddings e [N][token_dim] (PrefixEncoder, prefix_projection) */
+    int32_t encoder_hidden_size; /* its hidden width; 0: token_dim (n_kv_heads x head_dim), PEFT's default */
+
+    /* ---- LoRA ---- */
+    float alpha;          /* 0: 2 x rank */
+    bool rslora;          /* scale alpha / sqrt(rank) instead of alpha / rank */
+    bool dora;            /* weight-decomposed LoRA (PEFT use_dora): a trained magnitude per output row */
+    float dropout;        /* probability of zeroing an input of the LoRA path, in [0, 1) */
+    uint64_t seed;        /* initialisation of A and dropout masks */
+
+    /* ---- optimizer and schedule ---- */
+    float lr;             /* peak learning rate; 0: 1e-3 */
+    float beta1, beta2;   /* AdamW; 0: 0.9, 0.999 */
+    float eps;            /* AdamW; 0: 1e-8 */
+    float weight_decay;   /* 0 by default, as Hugging Face's Trainer */
+    float momentum;       /* SGD; 0: 0.9 (negative: none) */
+    int32_t schedule;     /* wisp_schedule_kind */
+    int32_t warmup_steps; /* 1cycle: 0 means 30% of total_steps */
+    int64_t total_steps;  /* optimizer steps planned; needed by every schedule but constant */
+    float min_lr_ratio;   /* cosine / linear decay floor, as a fraction of lr */
+    float clip_norm;      /* global gradient-norm clipping; 0: off */
+
+    /* ---- F16 storage: dynamic loss scaling ---- */
+    float loss_scale;     /* initial scale for act_type F16; 0: 65536 (always 1 otherwise) */
+    int32_t loss_scale_window; /* good steps before the scale doubles; 0: 1000 */
+    int32_t loss_scale_hysteresis; /* overflows tolerated before the scale halves (DeepSpeed's hysteresis); 0: 2 */
+    float min_loss_scale;          /* the scale never halves below this (DeepSpeed's min_loss_scale); 0: 1 */
+} wisp_train_config;
+
+/* Facts of one optimizer step, for logs and progress lines. */
+typedef struct wisp_train_step_info {
+    int64_t step;         /* optimizer steps done, this one included */
+    float lr;             /* learning rate this step used */
+    float grad_norm;      /* global L2 norm of the averaged gradient, before clipping */
+    float loss_scale;     /* the dynamic loss scale now (1 unless act_type is F16) */
+    bool clipped;         /* the gradient was scaled down to clip_norm */
+    int64_t skipped_steps;/* steps skipped so far over the run (resumes included) */
+    bool skipped;         /* the gradient was not finite (an F16 overflow under loss scaling, or NaN/Inf from
+                             the model or data): nothing was updated, the step does not count */
+} wisp_train_step_info;
+
+/* Held by pointer here; their fields are core's: a GGUF parsed in place
+ * (gguf.h, where a platform opens one) and the model viewed over it (model.h). */
+typedef struct wisp_gguf wisp_gguf;
+typedef struct wisp_model wisp_model;
 
 /* A table of compute kernels (the scalar reference, AVX2, NEON, ...): the
  * platform picks one (kernels.h, simd/simd.h) and hands it over by pointer. */
@@ -91,7 +310,7 @@ typedef struct wisp_config {
     wisp_threads threads;    /* n_threads sizes per-thread scratch */
     int32_t max_adapters;    /* LoRA adapters attachable at once (plan part "adapters"); 0: none */
     int32_t max_lora_rank;   /* largest rank an attached adapter may have; 0 with adapters: 64 */
-    wisp_train_config train; /* LoRA fine-tuning; off while train.seq_len is 0 (train_config.h) */
+    wisp_train_config train; /* LoRA fine-tuning; off while train.seq_len is 0 (wisp_train_config above) */
 } wisp_config;
 
 typedef struct wisp_memory_plan {

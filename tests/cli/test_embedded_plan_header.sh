@@ -20,6 +20,7 @@ model=$SHARED/models/stories260K.gguf
 cat >"$WORK/plan_header_probe.c" <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
+#include "gguf.h"
 #include "wisp_plan_under_test.h"
 #include "planned_config.h"
 
@@ -83,6 +84,7 @@ cat >"$WORK/grammar_header_probe.c" <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gguf.h"
 #include "wisp_plan_under_test.h"
 #include "planned_config.h"
 #include "guide.h"

@@ -12,6 +12,7 @@
 
 #include "gguf.h"
 #include "lora.h"
+#include "model.h"
 #include "wisp.h"
 
 /* A 64-byte aligned copy of n bytes (mmap gives page alignment; tensors are

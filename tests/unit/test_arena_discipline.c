@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "gguf.h"
 #include "sampler.h"
 #include "wisp.h"
 

@@ -11,6 +11,7 @@
 #include "half.h"
 #include "lora.h"
 #include "ref_model.h"
+#include "types.h"
 #include "wisp.h"
 
 #define N_TOK 12

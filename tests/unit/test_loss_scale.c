@@ -12,6 +12,7 @@
 
 #include "sink.h"
 #include "test_train_util.h"
+#include "train_config.h"
 
 typedef struct deepspeed_scaler {
     double cur_scale, min_scale;
