@@ -26,7 +26,8 @@ const pp = o.prompt ? pick(true) : null, tg = o.gen ? pick(false) : null;
 if ((o.prompt && !pp) || (o.gen && !tg)) throw new Error(`llama-bench printed no ${!pp ? "prompt" : "decode"} test: ${out}`);
 const first = pp ?? tg;
 console.log(JSON.stringify({
-    model: o.model, peer: `llama.cpp ${first.build_commit} (native, ${first.cpu_info})`, threads: o.threads,
+    // (llama.cpp's build_commit is the enclosing git checkout's when built inside one: not named here)
+    model: o.model, peer: `llama.cpp built natively (${first.cpu_info}, ${first.backends})`, threads: o.threads,
     prompt_tokens: o.prompt, gen_tokens: o.gen, reps: o.reps,
     prefill_tok_s: pp ? median(pp.samples_ts) : 0, decode_tok_s: tg ? median(tg.samples_ts) : 0,
     prefill_tok_s_runs: pp ? pp.samples_ts : [], decode_tok_s_runs: tg ? tg.samples_ts : [],

@@ -36,10 +36,10 @@ command -v node >/dev/null && command -v npm >/dev/null || { echo "make bench ne
 PEERS=${PEERS:-"native node"}
 NATIVE=
 if [[ " $PEERS " == *" native "* ]]; then
-    NATIVE=$(TARBALL=${LLAMACPP_SRC:-$SHARED/peers/llama.cpp-c392e509.tar.gz} DEST=${LLAMACPP_DIR:-$OUT/llama.cpp} \
-        "$here/build_llamacpp.sh")
+    src=${LLAMACPP_SRC:-$SHARED/peers/llama.cpp-c392e509.tar.gz}
+    NATIVE=$(TARBALL=$src DEST=${LLAMACPP_DIR:-$OUT/llama.cpp} "$here/build_llamacpp.sh")
     case $? in
-        0) echo "peer: llama.cpp built natively, $NATIVE" ;;
+        0) echo "peer: llama.cpp from $(basename "$src") built natively, $NATIVE" ;;
         2) NATIVE= ; [[ " $PEERS " == *" node "* ]] || PEERS="$PEERS node" ;; # the script said why
         *) exit 1 ;;
     esac
