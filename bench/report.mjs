@@ -39,7 +39,8 @@ for (const r of rows) {
     const bw = machine.get(r.threads) ?? 0;
     const roof = bw > 0 ? w.decode_bandwidth_bytes_s / bw : NaN;
     const inCache = w.weights_fit_llc === true;
-    if (r.native?.error) notes.add(`native llama.cpp on ${r.name}: ${r.native.error}`);
+    for (const [name, peer] of [["native llama.cpp", r.native], ["node-llama-cpp", r.node]])
+        if (peer?.error) notes.add(`${name} on ${r.name}, ${r.threads} thread${r.threads > 1 ? "s" : ""}: ${peer.error}`);
     console.log([r.name.padEnd(20), pad(r.threads, 3), "|",
         pad(fix(w.prefill_tok_s), 8), pad(fix(fig(r.native, "prefill_tok_s")), 7), pad(fix(ratio(r.native, "prefill_tok_s"), 2), 5),
         pad(fix(fig(r.node, "prefill_tok_s")), 7), pad(fix(ratio(r.node, "prefill_tok_s"), 2), 5), "|",

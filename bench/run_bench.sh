@@ -18,7 +18,9 @@
 # SHARED (reference folder: tokenizers, the peer snapshot), LLAMACPP_SRC
 # (the snapshot; default $SHARED/peers/llama.cpp-c392e509.tar.gz),
 # LLAMACPP_DIR (where to build it; default $OUT/llama.cpp), REPS (default 5), GEN (default 64),
-# THREADS (default "1 2"), PEERS (default "native node"), MODELS: model
+# THREADS (default "1 2"), PEERS (default "native node"), PEER_TIMEOUT
+# (seconds a peer may take per row; default 0, no limit), RESULTS (default
+# $OUT/results.jsonl), MODELS: model
 # names (SHAPE-TYPE) or the sets small (SmolLM2-135M Q8_0/Q4_0/Q4_K_M),
 # 1b (TinyLlama-1.1B Q4_0 and the Llama-3.2-1B and Qwen3-0.6B shapes at
 # Q4_0/Q8_0/Q4_K_M) and all (the default: both).
@@ -74,7 +76,22 @@ for m in $MODELS; do make_model "$m"; done
 
 load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 echo "machine: $(nproc) CPUs, load average $load before measuring$(awk -v l="${load%% *}" 'BEGIN { if (l + 0 > 0.5) print " (other work is running: figures will be noisy)" }')"
-RESULTS=$OUT/results.jsonl
+# peer_run NAME SCRIPT ARGS...: the peer's JSON, or {"error": why} when it
+# failed (the snapshot does not know the family) or ran past PEER_TIMEOUT
+# seconds (0: no limit; on a loaded machine a peer's threads can wait on
+# each other for many minutes)
+PEER_TIMEOUT=${PEER_TIMEOUT:-0}
+peer_run() {
+    local name=$1 out rc why
+    shift
+    out=$(timeout "$PEER_TIMEOUT" node "$@" 2>"$OUT/$name.err"); rc=$?
+    if [ $rc -eq 0 ]; then echo "$out"; return; fi
+    if [ $rc -eq 124 ]; then why="timed out after $PEER_TIMEOUT s"
+    else why=$(grep -m1 -oE "unknown model architecture: '[^']*'|error[^\"]*" "$OUT/$name.err" || tail -n 1 "$OUT/$name.err"); fi
+    echo "$name peer failed on $f ($t threads): $why" >&2
+    node -p 'JSON.stringify({ error: process.argv[1] || "failed" })' "$why"
+}
+RESULTS=${RESULTS:-$OUT/results.jsonl}
 : > "$RESULTS"
 for m in $MODELS; do
     f=$OUT/models/$m.gguf
@@ -86,12 +103,10 @@ for m in $MODELS; do
         n=null l=null
         if [ -n "$NATIVE" ]; then
             # the snapshot predates some families: their rows have no native figure, and say why
-            n=$(node "$here/llamacpp_native_bench.mjs" --bin "$NATIVE" -m "$f" -t "$t" -p 128 -n "$GEN" -r "$REPS" 2>"$OUT/native.err") ||
-                n="{\"error\":$(grep -m1 -oE "unknown model architecture: '[^']*'|error[^\"]*" "$OUT/native.err" | node -p 'JSON.stringify(require("fs").readFileSync(0, "utf8").trim() || "llama-bench failed")')}"
+            n=$(peer_run native "$here/llamacpp_native_bench.mjs" --bin "$NATIVE" -m "$f" -t "$t" -p 128 -n "$GEN" -r "$REPS")
         fi
         if [ -n "$PEER" ]; then
-            l=$(node "$here/llamacpp_bench.mjs" --peer "$PEER" -m "$f" -t "$t" -p 128 -n "$GEN" -r "$REPS" 2>"$OUT/peer.err") ||
-                { echo "node-llama-cpp bench failed: $(tail -n 5 "$OUT/peer.err")"; exit 1; }
+            l=$(peer_run node "$here/llamacpp_bench.mjs" --peer "$PEER" -m "$f" -t "$t" -p 128 -n "$GEN" -r "$REPS")
         fi
         echo "{\"name\":\"$m\",\"threads\":$t,\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"wisp\":$w,\"native\":$n,\"node\":$l}" >> "$RESULTS"
     done

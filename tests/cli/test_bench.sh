@@ -52,7 +52,7 @@ node "$(dirname "$0")/../../bench/report.mjs" "$D/results.jsonl" > "$D/table.txt
 grep -qE "^stories-q8_0 +2 \| +[0-9.]+ +[0-9.]+  2\.00 +- +- \| +[0-9.]+ +[0-9.]+  2\.00 +- +-" "$D/table.txt" ||
     fail "report row: $(cat "$D/table.txt")"; ok
 grep -qE "^qwen3-x-q8_0 +2 \| +[0-9.]+ +- +- +[0-9.]+  2\.00" "$D/table.txt" || fail "report fallback row: $(cat "$D/table.txt")"; ok
-grep -q "native llama.cpp on qwen3-x-q8_0: unknown model architecture: 'qwen3'" "$D/table.txt" || fail "report: no reason"; ok
+grep -q "native llama.cpp on qwen3-x-q8_0, 2 threads: unknown model architecture: 'qwen3'" "$D/table.txt" || fail "report: no reason"; ok
 grep -q "memory read bandwidth, 2 threads" "$D/table.txt" || fail "report: no read bandwidth"; ok
 expect_fail "$WISP" bench -m "$M" -p 0 -n 0
 expect_fail "$WISP" bench -m "$M" -r 0
