@@ -18,8 +18,17 @@ const o = parseArgs(process.argv, "--bin", "bin");
 const args = ["-m", resolve(o.model), "-t", String(o.threads), "-r", String(o.reps), "-o", "json"];
 // each test alone: "-p 0" would also ask for a zero-length test
 args.push("-p", String(o.prompt), "-n", String(o.gen));
-const out = execFileSync(join(resolve(o.bin), "llama-bench"), args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"],
-    maxBuffer: 1 << 24 });
+let out;
+try {
+    out = execFileSync(join(resolve(o.bin), "llama-bench"), args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"],
+        maxBuffer: 1 << 24 });
+} catch (e) {
+    // one line for the table's notes: llama-bench's own error (for a family
+    // the snapshot predates, "failed to load model")
+    const why = String(e.stderr ?? "").split("\n").filter((l) => /error/i.test(l)).pop() ?? e.message.split("\n")[0];
+    console.error(`llama-bench: ${why.replace(/^main: error: /, "").replace(/ '[^']*'$/, "")}`);
+    process.exit(1);
+}
 const tests = JSON.parse(out);
 const pick = (pp) => tests.find((t) => (pp ? t.n_prompt > 0 && t.n_gen === 0 : t.n_prompt === 0 && t.n_gen > 0));
 const pp = o.prompt ? pick(true) : null, tg = o.gen ? pick(false) : null;
