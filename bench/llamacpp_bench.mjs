@@ -7,29 +7,12 @@
 //   DIR holds node_modules/node-llama-cpp (make bench installs it there).
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-
-function parseArgs(argv) {
-    const o = { peer: null, model: null, threads: 1, prompt: 128, gen: 64, reps: 3 };
-    const names = { "--peer": "peer", "-m": "model", "--model": "model", "-t": "threads", "--threads": "threads",
-        "-p": "prompt", "--prompt-tokens": "prompt", "-n": "gen", "--gen-tokens": "gen", "-r": "reps", "--reps": "reps" };
-    for (let i = 2; i < argv.length; i += 2) {
-        const key = names[argv[i]];
-        if (!key || i + 1 >= argv.length) throw new Error(`unknown or incomplete option ${argv[i]}`);
-        o[key] = ["peer", "model"].includes(key) ? argv[i + 1] : Number(argv[i + 1]);
-    }
-    if (!o.peer || !o.model) throw new Error("need --peer DIR and -m MODEL");
-    return o;
-}
+import { median, parseArgs } from "./peer_args.mjs";
 
 // Same sequence as wisp bench (cli/cmd_bench.c).
 const benchToken = (i, nVocab) => 3 + ((i * 7919 + 13) % (nVocab - 3));
 
-function median(v) {
-    const s = [...v].sort((a, b) => a - b);
-    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-
-const o = parseArgs(process.argv);
+const o = parseArgs(process.argv, "--peer", "peer");
 const entry = pathToFileURL(join(resolve(o.peer), "node_modules", "node-llama-cpp", "dist", "index.js")).href;
 const { getLlama, LlamaLogLevel } = await import(entry);
 

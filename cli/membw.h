@@ -1,7 +1,8 @@
-/* The machine's memory bandwidth, measured the way STREAM's "copy" kernel
- * does: arrays far larger than the caches, copied by every thread in
- * parallel, best of several passes, counting bytes read plus bytes written.
- * It is the roofline of decode, which streams every weight once per token. */
+/* The machine's memory bandwidth, measured over arrays far larger than the
+ * caches by every thread in parallel, best of several passes, 2 MiB pages.
+ * Two tests: a read-only sum, the roofline of decode (which only reads
+ * weights, once per token), and a STREAM-like copy (bytes read plus bytes
+ * written), kept for comparison with figures quoted elsewhere. */
 #ifndef WISP_CLI_MEMBW_H
 #define WISP_CLI_MEMBW_H
 
@@ -10,5 +11,9 @@
 /* Bytes per second with n_threads threads copying `bytes` in total (split
  * between them); 0 if memory could not be had. */
 double cli_copy_bandwidth(int n_threads, size_t bytes);
+
+/* Bytes per second with n_threads threads each summing its share of a
+ * `bytes` buffer (read only); 0 if memory could not be had. */
+double cli_read_bandwidth(int n_threads, size_t bytes);
 
 #endif

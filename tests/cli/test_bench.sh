@@ -1,23 +1,59 @@
 # wisp bench: prints the figures it promises (as JSON and as a table), with
-# positive speeds, the model's weight bytes, a measured memory bandwidth and
-# the kernel level in use; options are checked.
+# positive speeds, the model's weight bytes, measured read-only and copy
+# memory bandwidths, the roofline fraction against the read-only one, the
+# last-level cache and whether the weights fit in it, and the kernel level in
+# use; options are checked; `make bench`'s report (bench/report.mjs) turns
+# a row into ratios against both llama.cpp peers.
 source "$(dirname "$0")/lib.sh"
 need models/stories260K.gguf
 M=$SHARED/models/stories260K.gguf
 D=$WORK/bench
 mkdir -p "$D"
 "$WISP" bench -m "$M" -t 2 -p 16 -n 8 -r 2 --mem-test 32M --json > "$D/b.json" 2>"$D/err" || fail "bench --json: $(cat "$D/err")"
-for key in prefill_tok_s decode_tok_s peak_rss_bytes weight_bytes mem_bandwidth_bytes_s decode_bandwidth_bytes_s; do
-    v=$(grep -oE "\"$key\":[0-9.e+]+" "$D/b.json" | cut -d: -f2)
+num() { grep -oE "\"$1\":[0-9.e+]+" "$D/b.json" | cut -d: -f2; }
+for key in prefill_tok_s decode_tok_s peak_rss_bytes weight_bytes mem_bandwidth_bytes_s read_bandwidth_bytes_s \
+           decode_bandwidth_bytes_s roofline_fraction; do
+    v=$(num $key)
     [ -n "$v" ] || fail "no $key in $(cat "$D/b.json")"
     awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "$key is $v"
     ok
 done
+# the roofline is decode's weight bandwidth over the read-only test's
+awk -v a="$(num decode_bandwidth_bytes_s)" -v r="$(num read_bandwidth_bytes_s)" -v f="$(num roofline_fraction)" \
+    'BEGIN { exit !(f > 0.999 * a / r - 0.0001 && f < 1.001 * a / r + 0.0001) }' || fail "roofline_fraction: $(cat "$D/b.json")"; ok
+# the read test covers at least 4x the last-level cache; this 1 MiB model fits in any such cache
+llc=$(num llc_bytes)
+[ -n "$llc" ] || fail "no llc_bytes"; ok
+if [ "$llc" -gt 0 ]; then
+    [ "$(num read_test_bytes)" -ge $((4 * llc)) ] || fail "read test smaller than 4x the LLC: $(cat "$D/b.json")"; ok
+    grep -q '"weights_fit_llc":true' "$D/b.json" || fail "stories260K not marked as fitting the LLC"; ok
+else
+    grep -q '"weights_fit_llc":false' "$D/b.json" || fail "weights_fit_llc without a known LLC"; ok
+fi
 grep -qE '"kernels":"[a-z0-9-]+"' "$D/b.json" || fail "no kernel level"; ok
 grep -qE '"cpu_share":[0-9.]+' "$D/b.json" || fail "no cpu_share"; ok
 WISP_KERNELS=scalar "$WISP" bench -m "$M" -p 8 -n 4 -r 1 --mem-test 0 > "$D/b.txt" 2>/dev/null || fail "bench (table)"
 grep -q "kernels    scalar, " "$D/b.txt" || fail "table: $(cat "$D/b.txt")"; ok
 grep -qE "^prefill +[0-9.]+ tok/s" "$D/b.txt" && grep -qE "^decode +[0-9.]+ tok/s" "$D/b.txt" || fail "table: $(cat "$D/b.txt")"; ok
+"$WISP" bench -m "$M" -t 1 -p 8 -n 4 -r 1 --mem-test 16M > "$D/c.txt" 2>/dev/null || fail "bench (table, memory tests)"
+grep -qE "memory read [0-9.]+ GB/s: [0-9]+% of the roofline.*; copy [0-9.]+ GB/s" "$D/c.txt" || fail "table: $(cat "$D/c.txt")"; ok
+[ "$llc" -eq 0 ] || grep -q "the weights stay in" "$D/c.txt" || fail "table: no last-level cache note: $(cat "$D/c.txt")"; ok
+
+# the report: this row against made-up peer figures half as fast (native)
+# and a native failure on a second row (as the old snapshot's on qwen3)
+command -v node >/dev/null || fail "node is needed for bench/report.mjs"
+w=$(cat "$D/b.json")
+half() { node -e "const w = $w; console.log(JSON.stringify({prefill_tok_s: w.prefill_tok_s / 2, decode_tok_s: w.decode_tok_s / 2}))"; }
+{
+    echo "{\"name\":\"stories-q8_0\",\"threads\":2,\"load\":\"1.00 1.00 1.00\",\"wisp\":$w,\"native\":$(half),\"node\":null}"
+    echo "{\"name\":\"qwen3-x-q8_0\",\"threads\":2,\"load\":\"1.00 1.00 1.00\",\"wisp\":$w,\"native\":{\"error\":\"unknown model architecture: 'qwen3'\"},\"node\":$(half)}"
+} > "$D/results.jsonl"
+node "$(dirname "$0")/../../bench/report.mjs" "$D/results.jsonl" > "$D/table.txt" || fail "report: $(cat "$D/table.txt")"
+grep -qE "^stories-q8_0 +2 \| +[0-9.]+ +[0-9.]+  2\.00 +- +- \| +[0-9.]+ +[0-9.]+  2\.00 +- +-" "$D/table.txt" ||
+    fail "report row: $(cat "$D/table.txt")"; ok
+grep -qE "^qwen3-x-q8_0 +2 \| +[0-9.]+ +- +- +[0-9.]+  2\.00" "$D/table.txt" || fail "report fallback row: $(cat "$D/table.txt")"; ok
+grep -q "native llama.cpp on qwen3-x-q8_0, 2 threads: unknown model architecture: 'qwen3'" "$D/table.txt" || fail "report: no reason"; ok
+grep -q "memory read bandwidth, 2 threads" "$D/table.txt" || fail "report: no read bandwidth"; ok
 expect_fail "$WISP" bench -m "$M" -p 0 -n 0
 expect_fail "$WISP" bench -m "$M" -r 0
 expect_fail "$WISP" bench -m "$M" -p 100 -n 100 --ctx 64
