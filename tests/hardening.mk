@@ -33,10 +33,13 @@ VG_GOLDEN := stories260K
 # every kernel length (the golden logits and matmul tests run the same kernels);
 # and the ring KV cache, LoRA application, embeddings and DPO's finite
 # differences, which run natively, under ASan and on WASI; the quantizer round trips
-# (2 minutes: the same blocks test_quant_golden checks) and the tokenizer's speed test
-# (a timing, meaningless under valgrind)
+# (2 minutes: the same blocks test_quant_golden checks), the tokenizer's speed test
+# (a timing, meaningless under valgrind), and prompt and prefix tuning's finite
+# differences over five models (13 minutes each under memcheck; they run natively,
+# under ASan and on WASI)
 VG_SLOW_UNIT := test_train_fd test_train_plan test_quant_golden test_arena_limits test_kv_ring test_simd_kernels \
-                test_lora_apply test_train_dpo test_embedding test_quant test_tokenizer_speed
+                test_lora_apply test_train_dpo test_embedding test_quant test_tokenizer_speed \
+                test_train_prompt test_train_prefix
 
 .PHONY: test-sanitize test-sanitize-full test-valgrind test-valgrind-full test-matrix-full
 

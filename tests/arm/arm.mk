@@ -23,9 +23,11 @@ QEMU_ARMV7   := qemu-arm -L /usr/arm-linux-gnueabihf -cpu
 # What make test runs under emulation (TCG runs 15-25x slower than native):
 # unit tests except these slow ones (over 5 s each emulated; 6+ minutes together;
 # the model-level ones among them, kv_ring, embedding and arena_limits, run
-# the same C as on x86 over kernels test_simd_neon_wasm checks here)
+# the same C as on x86 over kernels test_simd_neon_wasm checks here; prompt and
+# prefix tuning's finite differences took 5 minutes each per CPU under qemu)
 ARM_SLOW_UNIT   := test_hf_tokenizer test_lora_apply test_quant test_quant_golden test_tokenizer_speed \
-                   test_train_fd test_train_dpo test_train_plan test_kv_ring test_embedding test_arena_limits
+                   test_train_fd test_train_dpo test_train_plan test_kv_ring test_embedding test_arena_limits \
+                   test_train_prompt test_train_prefix
 # golden models: every weight-type family and both architectures on the Pi 5
 # path; fewer on the others (the kernel test already checks every type
 # bit for bit on every level). Each family of the architecture table once,
