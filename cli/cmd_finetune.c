@@ -476,6 +476,22 @@ static bool resume_files_ok(const ft_settings *set, const char *cfg_path) {
     return true;
 }
 
+/* A resumed run's data settings are checked where they were read, so that a
+ * damaged config.json is named (setup_data's message speaks of options). */
+static bool resume_data_settings_ok(const ft_settings *set, const char *cfg_path) {
+    wisp_data_format format;
+    wisp_data_docs docs;
+    if (!set->format || !cli_data_format(set->format, set->data ? set->data : "", &format)) {
+        fprintf(stderr, "wisp: %s: setting \"format\" must be auto, text or jsonl\n", cfg_path);
+        return false;
+    }
+    if (!set->docs || !cli_data_docs(set->docs, &docs)) {
+        fprintf(stderr, "wisp: %s: setting \"docs\" must be file or blank\n", cfg_path);
+        return false;
+    }
+    return true;
+}
+
 /* Temporaries a killed run left next to its outputs (never the outputs themselves). */
 static void remove_stale_outputs(const char *dir) {
     static const char *const names[] = {"adapter.gguf", "checkpoint.bin", "config.json", "log.csv", "loss.svg",
@@ -620,7 +636,7 @@ int cmd_finetune(int argc, char **argv) {
         char cfg_path[4200];
         path_in(cfg_path, sizeof cfg_path, resume, "config.json");
         if (!ft_settings_read(set, cfg_path)) return CLI_FAIL;
-        if (!resume_files_ok(set, cfg_path)) return finish(set, CLI_FAIL);
+        if (!resume_files_ok(set, cfg_path) || !resume_data_settings_ok(set, cfg_path)) return finish(set, CLI_FAIL);
         if (!r.out) r.out = resume;
     }
     if (!set->model || !set->data || !r.out) {
