@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "grammar.h"
+
 #define MAX_PROPS 8       /* listed properties of one object (2^n member-set rules) */
 #define MAX_DEFS 128
 #define MAX_DEPTH 48
@@ -575,8 +577,9 @@ typedef struct rx {
 
 static wisp_status rx_alt(rx *r);
 
-/* One character of a class, written as GBNF class text; *cp is its code point, or -1 for \d \w \s. */
-static wisp_status rx_class_char(rx *r, int64_t *cp) {
+/* One character of a class, written as GBNF class text; *cp is its code point, or -1 for \d \w \s;
+ * *ranges grows by the class items written (\w is four). */
+static wisp_status rx_class_char(rx *r, int64_t *cp, int *ranges) {
     sc *c = r->c;
     unsigned char ch = (unsigned char)r->s[r->i];
     if (ch == '\\') {
@@ -584,6 +587,7 @@ static wisp_status rx_class_char(rx *r, int64_t *cp) {
         char e = r->s[r->i + 1];
         r->i += 2;
         *cp = -1;
+        *ranges += e == 'w' ? 4 : 1;
         if (e == 'd') put(c, "0-9");
         else if (e == 'w') put(c, "a-zA-Z0-9_");
         else if (e == 's') put(c, " ");
@@ -606,6 +610,7 @@ static wisp_status rx_class_char(rx *r, int64_t *cp) {
     put_n(c, r->s + r->i, len);
     r->i += len;
     *cp = v;
+    *ranges += 1;
     return WISP_OK;
 }
 
@@ -617,20 +622,26 @@ static wisp_status rx_class(rx *r) {
     if (neg) r->i++;
     put(c, neg ? " [^" : " [");
     bool first = true;
+    /* what the grammar's class will hold: a negated one also excludes the
+     * quote, the backslash and the control characters (three items) */
+    int ranges = neg ? 3 : 0, range_end = 0;
     while (r->i < r->n && (r->s[r->i] != ']' || first)) {
         first = false;
         int64_t lo, hi;
-        if ((st = rx_class_char(r, &lo))) return st;
+        if ((st = rx_class_char(r, &lo, &ranges))) return st;
         if (r->i + 1 < r->n && r->s[r->i] == '-' && r->s[r->i + 1] != ']') {
             if (lo < 0) return refuse(c, "pattern: a class range starting at \\d, \\w or \\s");
             r->i++;
             put(c, "-");
-            if ((st = rx_class_char(r, &hi))) return st;
+            if ((st = rx_class_char(r, &hi, &range_end))) return st; /* the end adds no item of its own */
             if (hi < 0) return refuse(c, "pattern: a class range ending at \\d, \\w or \\s");
             if (hi < lo) return refuse(c, "pattern: a class range ending before it starts");
         }
     }
     if (r->i >= r->n) return refuse(c, "pattern: unterminated class");
+    if (ranges > WISP_GRAMMAR_MAX_CLASS_RANGES)
+        return refuse(c, "pattern: a character class of %d characters and ranges (at most %d)", ranges,
+                      WISP_GRAMMAR_MAX_CLASS_RANGES);
     r->i++;
     /* raw text only: never the characters JSON must escape */
     put(c, neg ? "\"\\\\\\x00-\\x1F]" : "]");

@@ -29,6 +29,10 @@
 enum { WISP_GE_TERM = 1, /* value: index of a 256-bit byte set */
        WISP_GE_REF = 2,  /* value: rule id */
        WISP_GE_END = 3   /* end of an alternative */ };
+/* Characters and ranges one character class may hold (the JSON Schema
+ * compiler refuses a pattern whose class would exceed it). */
+#define WISP_GRAMMAR_MAX_CLASS_RANGES 128
+
 #define WISP_GE_KIND(e) ((e) >> 28)
 #define WISP_GE_VALUE(e) ((e)&0x0FFFFFFFu)
 

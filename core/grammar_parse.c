@@ -15,7 +15,7 @@
 
 #include "grammar.h"
 
-#define MAX_CLASS_RANGES 128 /* ranges in one character class */
+#define MAX_CLASS_RANGES WISP_GRAMMAR_MAX_CLASS_RANGES
 #define MAX_REPEAT 10000     /* largest m or n in {m,n} */
 #define MAX_NESTING 200      /* parentheses inside each other */
 #define NONE 0xFFFFFFFFu

@@ -96,7 +96,44 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* A pattern's character class becomes one grammar class, which holds at most
+ * WISP_GRAMMAR_MAX_CLASS_RANGES items: at the limit it compiles into a grammar
+ * that parses, one past it the schema compiler refuses it by name (found by
+ * fuzz_json_schema: the compiler used to pass it on to a grammar that did not
+ * parse). `items` single characters, \w counting four, negation three. */
+static void check_class_limit(const char *prefix, int items, bool want_ok) {
+    char schema[1024], *gbnf = malloc(1 << 16);
+    int n = snprintf(schema, sizeof schema, "{\"type\": \"string\", \"pattern\": \"^[%s", prefix);
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"; /* no class syntax */
+    for (int i = 0; i < items; i++) schema[n++] = plain[i % (int)(sizeof plain - 1)];
+    n += snprintf(schema + n, sizeof schema - (size_t)n, "]$\"}");
+    wisp_json j;
+    size_t need, len;
+    wisp_error err = {0};
+    wisp_json_parse(&j, schema, (size_t)n, NULL, 0, &need, &err);
+    wisp_json_node *nodes = malloc(need * sizeof *nodes);
+    CHECK(wisp_json_parse(&j, schema, (size_t)n, nodes, need, NULL, &err) == WISP_OK, "class schema: %s", err.message);
+    wisp_status st = wisp_json_schema_to_gbnf(&j, gbnf, 1 << 16, &len, &err);
+    if (want_ok) {
+        gm x;
+        CHECK(st == WISP_OK && build(&x, gbnf, &err) == WISP_OK, "class of %s+%d items at the limit: %s", prefix, items,
+              err.message);
+        free(x.mem);
+    } else {
+        CHECK(st != WISP_OK && strstr(err.message, "character class"), "class of %s+%d items past the limit: %s",
+              prefix, items, st ? err.message : "accepted");
+    }
+    free(nodes);
+    free(gbnf);
+}
+
 int main(void) {
+    check_class_limit("", 128, true);
+    check_class_limit("", 129, false);
+    check_class_limit("^", 125, true);
+    check_class_limit("^", 126, false);
+    check_class_limit("\\\\w", 124, true);
+    check_class_limit("\\\\w", 125, false);
     const char *path = shared_path("golden/constrained/schemas.json");
     if (!path) {
         fprintf(stderr, "FAIL test_json_schema: ../shared/golden/constrained/schemas.json is missing (set WISP_SHARED)\n");
