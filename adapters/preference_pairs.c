@@ -45,21 +45,20 @@ static wisp_status members(const wisp_json *j, size_t line, int64_t node_of[3], 
     static const char *const names[3] = {"prompt", "chosen", "rejected"};
     if (!wisp_json_is(j, 0, WISP_JSON_OBJECT))
         return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: not a JSON object", line);
+    int64_t unknown = wisp_json_pick(j, 0, names, 3, node_of);
+    if (unknown >= 0) {
+        char name[64];
+        wisp_json_string(j, unknown, name, sizeof name);
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: key \"%s\": a preference pair has exactly \"prompt\", "
+                         "\"chosen\" and \"rejected\"", line, name);
+    }
     int n_lists = 0;
-    for (int64_t key = wisp_json_first(j, 0); key >= 0; key = wisp_json_next(j, wisp_json_next(j, key))) {
-        int k = 0;
-        while (k < 3 && !wisp_json_string_eq(j, key, names[k])) k++;
-        if (k == 3) {
-            char name[64];
-            wisp_json_string(j, key, name, sizeof name);
-            return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: key \"%s\": a preference pair has exactly \"prompt\", "
-                             "\"chosen\" and \"rejected\"", line, name);
-        }
-        int64_t v = wisp_json_next(j, key);
+    for (int k = 0; k < 3; k++) {
+        int64_t v = node_of[k];
+        if (v < 0) continue;
         if (!wisp_json_is(j, v, WISP_JSON_STRING) && !wisp_json_is(j, v, WISP_JSON_ARRAY))
             return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: \"%s\" must be a string or a list of messages", line, names[k]);
         n_lists += wisp_json_is(j, v, WISP_JSON_ARRAY);
-        node_of[k] = v;
     }
     for (int k = 0; k < 3; k++)
         if (node_of[k] < 0)

@@ -317,24 +317,61 @@ static wisp_status render(const wisp_data_chat *chat, const wisp_chat_message *m
     return wisp_template_render_spans(chat->tpl, &v, out, cap, len, spans, cap_spans, n_spans, err);
 }
 
+/* The pieces of a conversation record, carved from the data's text buffer by its layout. */
+typedef struct chat_buffers {
+    chat_layout c;
+    wisp_chat_message *msgs;
+    wisp_text_span *spans, *turns, *piece_spans;
+    char *text, *full, *prefix;
+} chat_buffers;
+
+static wisp_status chat_buffers_carve(const wisp_train_data *d, const wisp_json *j, size_t n_line, size_t line_no,
+                                      chat_buffers *cb, wisp_error *err) {
+    cb->c = chat_layout_of(n_line, j->n_nodes);
+    char *base = d->mem.text + ((16 - (uintptr_t)d->mem.text % 16) % 16);
+    if (!d->mem.text || base + cb->c.total - 16 > d->mem.text + d->mem.text_bytes)
+        return wisp_fail(err, WISP_ERR_CAPACITY, "line %zu: the text buffer is smaller than planned for a conversation", line_no);
+    cb->msgs = (wisp_chat_message *)(void *)(base + cb->c.msgs_at);
+    cb->spans = (wisp_text_span *)(void *)(base + cb->c.spans_at);
+    cb->turns = (wisp_text_span *)(void *)(base + cb->c.turns_at);
+    cb->piece_spans = (wisp_text_span *)(void *)(base + cb->c.piece_spans_at);
+    cb->text = base + cb->c.text_at;
+    cb->full = base + cb->c.full_at;
+    cb->prefix = base + cb->c.prefix_at;
+    return WISP_OK;
+}
+
+/* A failed rendering of a record, with the line, and a rendering too long for its buffer said in
+ * the record's terms. */
+static wisp_status chat_render_failed(wisp_status s, const chat_layout *c, size_t line_no, wisp_error *err) {
+    if (s == WISP_ERR_CAPACITY && strstr(err->message, "rendered text"))
+        s = wisp_fail(err, WISP_ERR_CAPACITY, "the conversation renders to more than %zu bytes", c->render_cap);
+    return wisp_error_prefix(err, "line %zu", line_no);
+}
+
+/* BOS as the model wants it, unless the template wrote it at the start of the rendering. */
+static wisp_status push_bos_unless_rendered(wisp_train_data *d, const char *full, size_t len, wisp_error *err) {
+    if (d->bos < 0) return WISP_OK;
+    wisp_str bt = wisp_token_text(d->tok, d->bos);
+    if (len >= bt.len && memcmp(full, bt.ptr, bt.len) == 0) return WISP_OK;
+    return push(d, d->bos | UNSCORED_BIT, err);
+}
+
 /* A conversation: rendered whole, then each assistant turn located as the
  * text between the rendering of the messages before it (with the generation
  * prompt) and the rendering that includes it. */
 static wisp_status build_chat_record(builder *b, const wisp_json *j, size_t n_line, size_t line_no, wisp_error *err) {
     wisp_train_data *d = b->d;
     const wisp_data_chat *chat = d->chat;
-    chat_layout c = chat_layout_of(n_line, j->n_nodes);
-    char *base = d->mem.text + ((16 - (uintptr_t)d->mem.text % 16) % 16);
-    if (!d->mem.text || base + c.total - 16 > d->mem.text + d->mem.text_bytes)
-        return wisp_fail(err, WISP_ERR_CAPACITY, "line %zu: the text buffer is smaller than planned for a conversation", line_no);
-    wisp_chat_message *msgs = (wisp_chat_message *)(void *)(base + c.msgs_at);
-    wisp_text_span *spans = (wisp_text_span *)(void *)(base + c.spans_at);
-    wisp_text_span *turns = (wisp_text_span *)(void *)(base + c.turns_at);
-    wisp_text_span *piece_spans = (wisp_text_span *)(void *)(base + c.piece_spans_at);
-    char *full = base + c.full_at, *prefix = base + c.prefix_at;
+    chat_buffers cb;
+    wisp_status s = chat_buffers_carve(d, j, n_line, line_no, &cb, err);
+    if (s) return s;
+    const chat_layout c = cb.c;
+    wisp_chat_message *msgs = cb.msgs;
+    wisp_text_span *spans = cb.spans, *turns = cb.turns, *piece_spans = cb.piece_spans;
+    char *full = cb.full, *prefix = cb.prefix;
     size_t n_msgs = 0, full_len = 0, n_spans = 0, n_turns = 0, unused = 0;
-    wisp_status s = wisp_chat_messages_from_json(j, wisp_json_get(j, 0, "messages"), msgs, c.cap_msgs, &n_msgs,
-                                                 base + c.text_at, n_line + 1, err);
+    s = wisp_chat_messages_from_json(j, wisp_json_get(j, 0, "messages"), msgs, c.cap_msgs, &n_msgs, cb.text, n_line + 1, err);
     if (!s && n_msgs == 0) s = wisp_fail(err, WISP_ERR_FORMAT, "no messages");
     if (!s) s = render(chat, msgs, n_msgs, false, full, c.render_cap, &full_len, spans, c.cap_spans, &n_spans, err);
     for (size_t i = 0; !s && i < n_msgs; i++) {
@@ -351,15 +388,10 @@ static wisp_status build_chat_record(builder *b, const wisp_json *j, size_t n_li
                           "the conversation: assistant-only loss needs that", i);
         if (!s) turns[n_turns].start = start, turns[n_turns++].len = end - start;
     }
-    if (s == WISP_ERR_CAPACITY && strstr(err->message, "rendered text"))
-        s = wisp_fail(err, WISP_ERR_CAPACITY, "the conversation renders to more than %zu bytes", c.render_cap);
-    if (s) return wisp_error_prefix(err, "line %zu", line_no);
+    if (s) return chat_render_failed(s, &c, line_no, err);
     if (n_turns == 0) return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: the conversation has no assistant message to learn", line_no);
     size_t first = d->n_tokens;
-    if (d->bos >= 0) { /* BOS as the model wants it, unless the template wrote it */
-        wisp_str bt = wisp_token_text(d->tok, d->bos);
-        if (!(full_len >= bt.len && memcmp(full, bt.ptr, bt.len) == 0) && (s = push(d, d->bos | UNSCORED_BIT, err))) return s;
-    }
+    if ((s = push_bos_unless_rendered(d, full, full_len, err))) return s;
     size_t at = 0;
     for (size_t t = 0; t < n_turns && !s; t++) {
         s = tokenize_chat_range(b, full, at, turns[t].start, spans, n_spans, piece_spans, true, err);
@@ -405,34 +437,30 @@ static wisp_status build_chat_completion_record(builder *b, const wisp_json *j, 
                                                 wisp_error *err) {
     static const char *const names[3] = {"prompt", "completion", "paired_completion"};
     wisp_train_data *d = b->d;
-    chat_layout c = chat_layout_of(n_line, j->n_nodes);
-    char *base = d->mem.text + ((16 - (uintptr_t)d->mem.text % 16) % 16);
-    if (!d->mem.text || base + c.total - 16 > d->mem.text + d->mem.text_bytes)
-        return wisp_fail(err, WISP_ERR_CAPACITY, "line %zu: the text buffer is smaller than planned for a conversation", line_no);
-    wisp_chat_message *msgs = (wisp_chat_message *)(void *)(base + c.msgs_at);
-    wisp_text_span *spans = (wisp_text_span *)(void *)(base + c.spans_at);
-    wisp_text_span *piece_spans = (wisp_text_span *)(void *)(base + c.piece_spans_at);
-    char *text = base + c.text_at, *full = base + c.full_at, *prompt = base + c.prefix_at;
+    chat_buffers cb;
+    wisp_status s = chat_buffers_carve(d, j, n_line, line_no, &cb, err);
+    if (s) return s;
+    const chat_layout c = cb.c;
+    wisp_chat_message *msgs = cb.msgs;
+    wisp_text_span *spans = cb.spans, *piece_spans = cb.piece_spans;
+    char *text = cb.text, *full = cb.full, *prompt = cb.prefix;
     int64_t node[3] = {-1, -1, -1};
-    for (int64_t key = wisp_json_first(j, 0); key >= 0; key = wisp_json_next(j, wisp_json_next(j, key))) {
-        int k = 0;
-        while (k < 3 && !wisp_json_string_eq(j, key, names[k])) k++;
-        if (k == 3) {
-            char name[64];
-            wisp_json_string(j, key, name, sizeof name);
-            return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: key \"%s\": a conversational prompt/completion record "
-                             "has \"prompt\", \"completion\" and (a DPO answer) \"paired_completion\"", line_no, name);
-        }
-        node[k] = wisp_json_next(j, key);
-        if (!wisp_json_is(j, node[k], WISP_JSON_ARRAY))
+    int64_t unknown = wisp_json_pick(j, 0, names, 3, node);
+    if (unknown >= 0) {
+        char name[64];
+        wisp_json_string(j, unknown, name, sizeof name);
+        return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: key \"%s\": a conversational prompt/completion record "
+                         "has \"prompt\", \"completion\" and (a DPO answer) \"paired_completion\"", line_no, name);
+    }
+    for (int k = 0; k < 3; k++)
+        if (node[k] >= 0 && !wisp_json_is(j, node[k], WISP_JSON_ARRAY))
             return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: \"%s\" must be a list of messages, as \"prompt\" is", line_no,
                              names[k]);
-    }
     if (node[1] < 0) return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: a conversational prompt needs a \"completion\"", line_no);
     /* the prompt's strings first in the text buffer, then one answer's at a time after them */
     size_t np = 0, na = 0, plen = 0, flen = 0, n_spans = 0, unused = 0;
     size_t after_prompt = j->nodes[node[0]].end - j->nodes[node[0]].start + 1;
-    wisp_status s = wisp_chat_messages_from_json(j, node[0], msgs, c.cap_msgs, &np, text, after_prompt, err);
+    s = wisp_chat_messages_from_json(j, node[0], msgs, c.cap_msgs, &np, text, after_prompt, err);
     if (!s && np == 0) s = wisp_fail(err, WISP_ERR_FORMAT, "the prompt has no messages");
     if (!s && !(msgs[np - 1].role_len == 4 && memcmp(msgs[np - 1].role, "user", 4) == 0))
         s = wisp_fail(err, WISP_ERR_UNSUPPORTED, "the prompt's last message is the %.*s's: a prompt ends with the user's "
@@ -452,14 +480,9 @@ static wisp_status build_chat_completion_record(builder *b, const wisp_json *j, 
             if (shared < keep) keep = shared;
         }
     }
-    if (s == WISP_ERR_CAPACITY && strstr(err->message, "rendered text"))
-        s = wisp_fail(err, WISP_ERR_CAPACITY, "the conversation renders to more than %zu bytes", c.render_cap);
-    if (s) return wisp_error_prefix(err, "line %zu", line_no);
+    if (s) return chat_render_failed(s, &c, line_no, err);
     size_t first = d->n_tokens;
-    if (d->bos >= 0) { /* BOS as the model wants it, unless the template wrote it */
-        wisp_str bt = wisp_token_text(d->tok, d->bos);
-        if (!(flen >= bt.len && memcmp(full, bt.ptr, bt.len) == 0) && (s = push(d, d->bos | UNSCORED_BIT, err))) return s;
-    }
+    if ((s = push_bos_unless_rendered(d, full, flen, err))) return s;
     s = tokenize_chat_range(b, full, 0, keep, spans, n_spans, piece_spans, true, err);
     if (!s) s = tokenize_chat_range(b, full, keep, flen, spans, n_spans, piece_spans, false, err);
     if (!s && d->eos >= 0) s = push(d, d->eos, err);
