@@ -267,67 +267,47 @@ static void key_string(wisp_json_writer *w, const char *key, const char *value) 
     else wisp_jw_null(w);
 }
 
-/* PREFIX_TUNING's keys, sorted, as PEFT writes them. */
-static wisp_status write_prefix_config(const wisp_prompt_adapter *a, char *buf, size_t cap, size_t *len, wisp_error *err) {
-    wisp_json_writer w;
-    wisp_jw_init(&w, buf, cap, true);
-    wisp_jw_begin_object(&w);
-    wisp_jw_key(&w, "auto_mapping");
-    wisp_jw_null(&w);
-    key_string(&w, "base_model_name_or_path", a->base_model);
-    wisp_jw_key(&w, "encoder_hidden_size");
-    wisp_jw_int(&w, a->encoder_hidden_size > 0 ? a->encoder_hidden_size : a->dim);
-    wisp_jw_key(&w, "inference_mode");
-    wisp_jw_bool(&w, true);
-    wisp_jw_key(&w, "num_attention_heads");
-    wisp_jw_int(&w, a->n_heads);
-    wisp_jw_key(&w, "num_layers");
-    wisp_jw_int(&w, a->n_layers);
-    wisp_jw_key(&w, "num_transformer_submodules");
-    wisp_jw_int(&w, 1);
-    wisp_jw_key(&w, "num_virtual_tokens");
-    wisp_jw_int(&w, a->n_virtual);
-    key_string(&w, "peft_type", "PREFIX_TUNING");
-    wisp_jw_key(&w, "prefix_projection");
-    wisp_jw_bool(&w, a->prefix_projection);
-    wisp_jw_key(&w, "revision");
-    wisp_jw_null(&w);
-    key_string(&w, "task_type", "CAUSAL_LM");
-    wisp_jw_key(&w, "token_dim");
-    wisp_jw_int(&w, a->dim);
-    wisp_jw_end_object(&w);
-    return wisp_jw_finish_sized(&w, cap, len, "adapter_config.json", err);
+static void key_int(wisp_json_writer *w, const char *key, int64_t value) {
+    wisp_jw_key(w, key);
+    wisp_jw_int(w, value);
 }
 
+static void key_null(wisp_json_writer *w, const char *key) {
+    wisp_jw_key(w, key);
+    wisp_jw_null(w);
+}
+
+/* PROMPT_TUNING's or PREFIX_TUNING's keys, sorted, as PEFT writes them (the two share most; the
+ * union of their keys is in one sorted order, so each kind's own keys just come or not). */
 wisp_status wisp_prompt_write_config(const wisp_prompt_adapter *a, char *buf, size_t cap, size_t *len, wisp_error *err) {
-    if (a->prefix) return write_prefix_config(a, buf, cap, len, err);
+    const bool prefix = a->prefix;
     wisp_json_writer w;
     wisp_jw_init(&w, buf, cap, true);
     wisp_jw_begin_object(&w);
-    wisp_jw_key(&w, "auto_mapping");
-    wisp_jw_null(&w);
+    key_null(&w, "auto_mapping");
     key_string(&w, "base_model_name_or_path", a->base_model);
+    if (prefix) key_int(&w, "encoder_hidden_size", a->encoder_hidden_size > 0 ? a->encoder_hidden_size : a->dim);
     wisp_jw_key(&w, "inference_mode");
     wisp_jw_bool(&w, true);
-    wisp_jw_key(&w, "num_attention_heads");
-    wisp_jw_int(&w, a->n_heads);
-    wisp_jw_key(&w, "num_layers");
-    wisp_jw_int(&w, a->n_layers);
-    wisp_jw_key(&w, "num_transformer_submodules");
-    wisp_jw_int(&w, 1);
-    wisp_jw_key(&w, "num_virtual_tokens");
-    wisp_jw_int(&w, a->n_virtual);
-    key_string(&w, "peft_type", "PROMPT_TUNING");
-    key_string(&w, "prompt_tuning_init", a->text_init ? "TEXT" : "RANDOM");
-    key_string(&w, "prompt_tuning_init_text", a->init_text);
-    wisp_jw_key(&w, "revision");
-    wisp_jw_null(&w);
+    key_int(&w, "num_attention_heads", a->n_heads);
+    key_int(&w, "num_layers", a->n_layers);
+    key_int(&w, "num_transformer_submodules", 1);
+    key_int(&w, "num_virtual_tokens", a->n_virtual);
+    key_string(&w, "peft_type", prefix ? "PREFIX_TUNING" : "PROMPT_TUNING");
+    if (prefix) {
+        wisp_jw_key(&w, "prefix_projection");
+        wisp_jw_bool(&w, a->prefix_projection);
+    } else {
+        key_string(&w, "prompt_tuning_init", a->text_init ? "TEXT" : "RANDOM");
+        key_string(&w, "prompt_tuning_init_text", a->init_text);
+    }
+    key_null(&w, "revision");
     key_string(&w, "task_type", "CAUSAL_LM");
-    wisp_jw_key(&w, "token_dim");
-    wisp_jw_int(&w, a->dim);
-    wisp_jw_key(&w, "tokenizer_kwargs");
-    wisp_jw_null(&w);
-    key_string(&w, "tokenizer_name_or_path", a->tokenizer);
+    key_int(&w, "token_dim", a->dim);
+    if (!prefix) {
+        key_null(&w, "tokenizer_kwargs");
+        key_string(&w, "tokenizer_name_or_path", a->tokenizer);
+    }
     wisp_jw_end_object(&w);
     return wisp_jw_finish_sized(&w, cap, len, "adapter_config.json", err);
 }

@@ -37,6 +37,9 @@ for kv in '"peft_type": "PREFIX_TUNING"' '"task_type": "CAUSAL_LM"' '"num_virtua
           '"prefix_projection": false' '"encoder_hidden_size": 32'; do
     grep -q "$kv" "$cfg" || fail "adapter_config.json lacks $kv"
 done
+# exactly PEFT's keys for this kind, in the sorted order PEFT writes them
+keys=$(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))))' "$cfg")
+[ "$keys" = "auto_mapping base_model_name_or_path encoder_hidden_size inference_mode num_attention_heads num_layers num_transformer_submodules num_virtual_tokens peft_type prefix_projection revision task_type token_dim" ] || fail "adapter_config.json keys: $keys"
 # one tensor, prompt_embeddings, F32 [10, 5 x 2 x 32]
 head -c 300 "$D/a/peft/adapter_model.safetensors" | grep -aq '"prompt_embeddings":{"dtype":"F32","shape":\[10,320\]' ||
     fail "no prompt_embeddings F32 [10, 320]: $(head -c 200 "$D/a/peft/adapter_model.safetensors" | tr -d '\0')"

@@ -30,6 +30,9 @@ for kv in '"peft_type": "PROMPT_TUNING"' '"task_type": "CAUSAL_LM"' '"num_virtua
           '"num_transformer_submodules": 1' '"prompt_tuning_init": "RANDOM"'; do
     grep -q "$kv" "$cfg" || fail "adapter_config.json lacks $kv"
 done
+# exactly PEFT's keys for this kind, in the sorted order PEFT writes them
+keys=$(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))))' "$cfg")
+[ "$keys" = "auto_mapping base_model_name_or_path inference_mode num_attention_heads num_layers num_transformer_submodules num_virtual_tokens peft_type prompt_tuning_init prompt_tuning_init_text revision task_type token_dim tokenizer_kwargs tokenizer_name_or_path" ] || fail "adapter_config.json keys: $keys"
 # one tensor, prompt_embeddings, F32 [10, 64]: 8-byte length + header + 2560 bytes
 head -c 300 "$D/a/peft/adapter_model.safetensors" | grep -aq '"prompt_embeddings":{"dtype":"F32","shape":\[10,64\]' ||
     fail "no prompt_embeddings F32 [10, 64]: $(head -c 200 "$D/a/peft/adapter_model.safetensors" | tr -d '\0')"
