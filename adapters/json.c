@@ -271,14 +271,18 @@ int64_t wisp_json_get(const wisp_json *j, int64_t obj, const char *key) {
     return -1;
 }
 
-int64_t wisp_json_pick(const wisp_json *j, int64_t obj, const char *const *names, int n, int64_t *value_of) {
+bool wisp_json_pick(const wisp_json *j, int64_t obj, const char *const *names, int n, int64_t *value_of, char *stranger,
+                    size_t cap) {
     for (int64_t key = wisp_json_first(j, obj); key >= 0; key = wisp_json_next(j, wisp_json_next(j, key))) {
         int k = 0;
         while (k < n && !wisp_json_string_eq(j, key, names[k])) k++;
-        if (k == n) return key;
+        if (k == n) {
+            wisp_json_string(j, key, stranger, cap);
+            return false;
+        }
         value_of[k] = wisp_json_next(j, key);
     }
-    return -1;
+    return true;
 }
 
 bool wisp_json_is(const wisp_json *j, int64_t node, wisp_json_type t) {

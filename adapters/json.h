@@ -52,9 +52,11 @@ int64_t wisp_json_first(const wisp_json *j, int64_t parent); /* first element / 
 int64_t wisp_json_next(const wisp_json *j, int64_t node);    /* next sibling (within its parent) */
 int64_t wisp_json_at(const wisp_json *j, int64_t arr, size_t i);
 /* A record with a fixed set of keys: the value of each key names[k] of object `obj` goes to
- * value_of[k] (absent keys leave theirs as it was). Returns the first key that is none of the
- * names (for the caller's error, which knows what the record is), or -1. */
-int64_t wisp_json_pick(const wisp_json *j, int64_t obj, const char *const *names, int n, int64_t *value_of);
+ * value_of[k] (absent keys leave theirs as it was). False when a key is none of the names: the
+ * first such key is then in stranger (cut to cap - 1 bytes), for the caller's error, which knows
+ * what the record is. */
+bool wisp_json_pick(const wisp_json *j, int64_t obj, const char *const *names, int n, int64_t *value_of, char *stranger,
+                    size_t cap);
 
 /* Values. `wisp_json_number` parses to double (correct to within an ulp). */
 bool wisp_json_number(const wisp_json *j, int64_t node, double *out);

@@ -45,13 +45,10 @@ static wisp_status members(const wisp_json *j, size_t line, int64_t node_of[3], 
     static const char *const names[3] = {"prompt", "chosen", "rejected"};
     if (!wisp_json_is(j, 0, WISP_JSON_OBJECT))
         return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: not a JSON object", line);
-    int64_t unknown = wisp_json_pick(j, 0, names, 3, node_of);
-    if (unknown >= 0) {
-        char name[64];
-        wisp_json_string(j, unknown, name, sizeof name);
+    char name[64];
+    if (!wisp_json_pick(j, 0, names, 3, node_of, name, sizeof name))
         return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: key \"%s\": a preference pair has exactly \"prompt\", "
                          "\"chosen\" and \"rejected\"", line, name);
-    }
     int n_lists = 0;
     for (int k = 0; k < 3; k++) {
         int64_t v = node_of[k];

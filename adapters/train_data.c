@@ -445,13 +445,10 @@ static wisp_status build_chat_completion_record(builder *b, const wisp_json *j, 
     wisp_text_span *spans = cb.spans, *piece_spans = cb.piece_spans;
     char *text = cb.text, *full = cb.full, *prompt = cb.prefix;
     int64_t node[3] = {-1, -1, -1};
-    int64_t unknown = wisp_json_pick(j, 0, names, 3, node);
-    if (unknown >= 0) {
-        char name[64];
-        wisp_json_string(j, unknown, name, sizeof name);
+    char name[64];
+    if (!wisp_json_pick(j, 0, names, 3, node, name, sizeof name))
         return wisp_fail(err, WISP_ERR_UNSUPPORTED, "line %zu: key \"%s\": a conversational prompt/completion record "
                          "has \"prompt\", \"completion\" and (a DPO answer) \"paired_completion\"", line_no, name);
-    }
     for (int k = 0; k < 3; k++)
         if (node[k] >= 0 && !wisp_json_is(j, node[k], WISP_JSON_ARRAY))
             return wisp_fail(err, WISP_ERR_FORMAT, "line %zu: \"%s\" must be a list of messages, as \"prompt\" is", line_no,

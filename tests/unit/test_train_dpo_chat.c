@@ -181,6 +181,22 @@ static void prompt_completion(const wisp_tokenizer *tok, const wisp_data_chat *c
         CHECK(strcmp(got, expect) == 0, "prompt/completion scores [%s], expected [%s]", got, expect);
     }
     data_memory_free(&e.mem);
+    /* a key such a record does not have, and an answer that is not a list of messages: named */
+    const char *bad[2][2] = {
+        {"{\"prompt\": [{\"role\": \"user\", \"content\": \"Sky?\"}], \"completion\": [], \"score\": 1}\n", "key \"score\""},
+        {"{\"prompt\": [{\"role\": \"user\", \"content\": \"Sky?\"}], \"completion\": \"blue\"}\n",
+         "\"completion\" must be a list of messages"}};
+    for (int i = 0; i < 2; i++) {
+        memset(&e, 0, sizeof e);
+        s = wisp_data_plan_chat(tok, bad[i][0], strlen(bad[i][0]), &o, chat, &info, &err);
+        if (!s) {
+            data_memory_alloc(&e.mem, &info);
+            s = wisp_data_build_chat(&e.d, tok, bad[i][0], strlen(bad[i][0]), &o, &e.mem, chat, &err);
+            data_memory_free(&e.mem);
+        }
+        CHECK(s != WISP_OK && strstr(err.message, bad[i][1]) && strstr(err.message, "line 1"),
+              "bad record %d: [%s], expected it to say [%s]", i, err.message, bad[i][1]);
+    }
 }
 
 static void refusals(const wisp_tokenizer *tok, const wisp_data_chat *chat) {
