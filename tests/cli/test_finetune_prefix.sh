@@ -13,6 +13,7 @@
 # (--prefix-projection, exported as its output), and malformed adapters and
 # what is not implemented are refused by name.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/virtual_tokens.sh"
 need models/stories260K.gguf data/tinyshakespeare.txt models/synthetic/syn-qwen2-f32.gguf \
      models/synthetic/syn-gemma2-f32.gguf golden/logits/stories260K.json golden/logits/syn-qwen2-f32.json
 model=$SHARED/models/stories260K.gguf
@@ -37,23 +38,13 @@ for kv in '"peft_type": "PREFIX_TUNING"' '"task_type": "CAUSAL_LM"' '"num_virtua
           '"prefix_projection": false' '"encoder_hidden_size": 32'; do
     grep -q "$kv" "$cfg" || fail "adapter_config.json lacks $kv"
 done
-# exactly PEFT's keys for this kind, in the sorted order PEFT writes them
-keys=$(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))))' "$cfg")
-[ "$keys" = "auto_mapping base_model_name_or_path encoder_hidden_size inference_mode num_attention_heads num_layers num_transformer_submodules num_virtual_tokens peft_type prefix_projection revision task_type token_dim" ] || fail "adapter_config.json keys: $keys"
+peft_keys "$cfg" "auto_mapping base_model_name_or_path encoder_hidden_size inference_mode num_attention_heads num_layers num_transformer_submodules num_virtual_tokens peft_type prefix_projection revision task_type token_dim"
 # one tensor, prompt_embeddings, F32 [10, 5 x 2 x 32]
-head -c 300 "$D/a/peft/adapter_model.safetensors" | grep -aq '"prompt_embeddings":{"dtype":"F32","shape":\[10,320\]' ||
-    fail "no prompt_embeddings F32 [10, 320]: $(head -c 200 "$D/a/peft/adapter_model.safetensors" | tr -d '\0')"
+one_prompt_tensor "$D/a/peft/adapter_model.safetensors" 10 320
 ok
 
 # validation loss falls; eval --lora (the prefix in the cache) gives finetune's figure
-v0=$(awk -F, 'NR==2{print $6}' "$D/a/log.csv"); v1=$(awk -F, 'END{print $6}' "$D/a/log.csv")
-awk -v a="$v0" -v b="$v1" 'BEGIN{exit !(b < a)}' || fail "validation loss did not fall ($v0 -> $v1)"
-e=$("$WISP" eval -m "$model" --lora "$D/a/peft" -f "$D/val.txt" --ctx 32 --json -t 2) || fail "eval --lora peft"
-le=$(echo "$e" | sed 's/.*"loss": \([0-9.e-]*\).*/\1/')
-awk -v a="$le" -v b="$v1" 'BEGIN{d=a-b; if (d<0) d=-d; exit !(d < 1e-4)}' || fail "eval loss $le differs from finetune's $v1"
-b=$("$WISP" eval -m "$model" -f "$D/val.txt" --ctx 32 --json -t 2 | sed 's/.*"loss": \([0-9.e-]*\).*/\1/')
-awk -v a="$le" -v b="$b" 'BEGIN{d=a-b; if (d<0) d=-d; exit !(d > 1e-3)}' || fail "the prefix changes nothing ($le vs $b)"
-echo "prefix tuning validation loss $v0 -> $v1; eval --lora $le (base $b)"
+validation_falls_and_eval_agrees prefix "$D/a" "$model" "$D/val.txt" 1e-4
 "$WISP" run -m "$model" --lora "$D/a/peft" -p "ROMEO:" -n 8 --temp 0 -q > "$D/run.txt" || fail "run --lora (prefix)"
 "$WISP" run -m "$model" -p "ROMEO:" -n 8 --temp 0 -q > "$D/run0.txt" || fail "run"
 cmp -s "$D/run.txt" "$D/run0.txt" && fail "run --lora prefix printed the base's greedy text"
