@@ -11,6 +11,7 @@
 #include "chat_formats.h"
 #include "check.h"
 #include "data_memory.h"
+#include "template_memory.h"
 #include "test_tokenizer_util.h"
 #include "train_data.h"
 
@@ -46,15 +47,6 @@ static size_t turn_tokens(const wisp_tokenizer *tok, const char *answer) {
     return n;
 }
 
-static wisp_template *load_template(const char *src, void **mem) {
-    size_t bytes = 0;
-    wisp_error err = {0};
-    wisp_template *t = NULL;
-    if (wisp_template_plan(src, strlen(src), NULL, &bytes, &err)) return NULL;
-    *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    return wisp_template_init(&t, *mem, bytes, src, strlen(src), NULL, &err) ? NULL : t;
-}
-
 int main(void) {
     const char *path = shared_path(VOCAB_DIR "/ggml-vocab-smollm2.gguf");
     if (!path) {
@@ -64,7 +56,7 @@ int main(void) {
     loaded_vocab v;
     if (load_vocab(&v, path)) return 1;
     void *tmem = NULL;
-    wisp_data_chat chat = {load_template(wisp_chat_format_find("chatml")->template, &tmem), NULL, NULL, 2024, 7, 26};
+    wisp_data_chat chat = {template_load(wisp_chat_format_find("chatml")->template, &tmem), NULL, NULL, 2024, 7, 26};
     CHECK(chat.tpl != NULL, "chatml parses");
     const char *data =
         "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"},"
@@ -130,7 +122,7 @@ int main(void) {
     CHECK(s == WISP_ERR_FORMAT && strstr(err.message, "no assistant message"), "no assistant: %s", err.message);
     release(&e);
     void *rmem = NULL;
-    wisp_data_chat reversed = {load_template("{% for m in messages|reverse %}{{ m.role }}: {{ m.content }}\n{% endfor %}", &rmem),
+    wisp_data_chat reversed = {template_load("{% for m in messages|reverse %}{{ m.role }}: {{ m.content }}\n{% endfor %}", &rmem),
                                NULL, NULL, 2024, 7, 26};
     s = build(&e, &v.tok, data, 256, &reversed, &err);
     CHECK(s == WISP_ERR_UNSUPPORTED && strstr(err.message, "assistant-only loss"), "reversed template: %s", err.message);

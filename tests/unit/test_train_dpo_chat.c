@@ -14,6 +14,7 @@
 #include "chat_formats.h"
 #include "check.h"
 #include "data_memory.h"
+#include "template_memory.h"
 #include "preference_pairs.h"
 #include "test_tokenizer_util.h"
 #include "train_data.h"
@@ -44,15 +45,6 @@ static wisp_status build_side(side *e, const wisp_tokenizer *tok, const char *js
     free(text);
     free(nodes);
     return s;
-}
-
-static wisp_template *load_template(const char *src, void **mem) {
-    size_t bytes = 0;
-    wisp_error err = {0};
-    wisp_template *t = NULL;
-    if (wisp_template_plan(src, strlen(src), NULL, &bytes, &err)) return NULL;
-    *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    return wisp_template_init(&t, *mem, bytes, src, strlen(src), NULL, &err) ? NULL : t;
 }
 
 /* msgs rendered by the template (as `wisp template` renders them). */
@@ -132,7 +124,7 @@ static void chatml_pair(const wisp_tokenizer *tok, const wisp_data_chat *chat) {
  * is cut to what every rendering starts with, so the chosen answer (which writes the block itself) keeps it. */
 static void think_pair(const wisp_tokenizer *tok) {
     void *mem = NULL;
-    wisp_data_chat chat = {load_template("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+    wisp_data_chat chat = {template_load("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
                                          "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}",
                                          &mem),
                            NULL, NULL, 2024, 7, 26};
@@ -229,7 +221,7 @@ static void all(void) {
     loaded_vocab v;
     REQUIRE(!load_vocab(&v, path), "load %s", path);
     void *tmem = NULL;
-    wisp_data_chat chat = {load_template(wisp_chat_format_find("chatml")->template, &tmem), NULL, NULL, 2024, 7, 26};
+    wisp_data_chat chat = {template_load(wisp_chat_format_find("chatml")->template, &tmem), NULL, NULL, 2024, 7, 26};
     REQUIRE(chat.tpl, "chatml parses");
     chatml_pair(&v.tok, &chat);
     think_pair(&v.tok);

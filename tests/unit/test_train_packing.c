@@ -12,6 +12,7 @@
 #include "chat_formats.h"
 #include "check.h"
 #include "data_memory.h"
+#include "template_memory.h"
 #include "test_tokenizer_util.h"
 #include "train_data.h"
 
@@ -35,15 +36,6 @@ static wisp_status build(env *e, const wisp_tokenizer *tok, const char *text, in
 
 static void release(env *e) {
     data_memory_free(&e->mem);
-}
-
-static wisp_template *load_template(const char *src, void **mem) {
-    size_t bytes = 0;
-    wisp_error err = {0};
-    wisp_template *t = NULL;
-    if (wisp_template_plan(src, strlen(src), NULL, &bytes, &err)) return NULL;
-    *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    return wisp_template_init(&t, *mem, bytes, src, strlen(src), NULL, &err) ? NULL : t;
 }
 
 #define WIDE 512 /* a window no record here reaches: the unpacked reference is never cut */
@@ -109,7 +101,7 @@ int main(void) {
     loaded_vocab v;
     if (load_vocab(&v, path)) return 1;
     void *tmem = NULL;
-    wisp_data_chat chat = {load_template(wisp_chat_format_find("chatml")->template, &tmem), NULL, NULL, 2024, 7, 26};
+    wisp_data_chat chat = {template_load(wisp_chat_format_find("chatml")->template, &tmem), NULL, NULL, 2024, 7, 26};
     CHECK(chat.tpl != NULL, "chatml parses");
     if (!chat.tpl) return check_report("test_train_packing");
     const char *chats =
