@@ -6,40 +6,13 @@
 # exact; a stopped and resumed run ends byte-identical (with the reference
 # scored per step, and scored once up front); bad pairs fail by name.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/dpo_pairs.sh"
 need models/stories260K.gguf
 model="$SHARED/models/stories260K.gguf"
 mkdir -p "$WORK"
-command -v python3 >/dev/null || fail "python3 is needed to make the synthetic pairs"
-
-# N pairs from seed S into FILE
-make_pairs() {
-    python3 - "$1" "$2" "$3" <<'PY' || fail "making the pairs"
-import json, random, sys
-seed, n, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-rng = random.Random(seed)
-names = ["Lily", "Tom", "Sam", "Max", "Mia", "Ben", "Sue", "Tim", "Anna", "Jack", "Lucy", "Bob"]
-animals = ["cat", "dog", "bird", "bunny", "bear", "fish", "frog", "duck"]
-adjs = ["little", "big", "happy", "small", "kind", "funny"]
-things = ["ball", "kite", "toy", "car", "book", "hat", "cake", "box"]
-places = ["park", "garden", "house", "forest", "yard", "school"]
-other_endings = ["The dog ran away.", "It was dark.", "He was sad.", "She cried.", "Then it rained.", "They went home."]
-with open(out, "w") as f:
-    for _ in range(n):
-        nm, an, ad, th, pl = (rng.choice(x) for x in (names, animals, adjs, things, places))
-        body = f" {nm} liked to play with a {th} in the {pl}."
-        f.write(json.dumps({"prompt": f"Once upon a time, there was a {ad} {an} named {nm}.",
-                            "chosen": body + " They all lived happily ever after.",
-                            "rejected": body + " " + rng.choice(other_endings)}) + "\n")
-PY
-}
 make_pairs 1 96 "$WORK/pairs.jsonl"
 make_pairs 2 32 "$WORK/heldout.jsonl"
 
-# column NAME of log.csv's row at STEP
-col() {
-    awk -F, -v name="$2" -v step="$3" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next }
-        $1 == step { print $c }' "$1/log.csv"
-}
 
 loud=(-m "$model" --method dpo --data "$WORK/pairs.jsonl" --val "$WORK/heldout.jsonl" --ctx 64 --batch 4
       --rank 4 --lr 5e-3 --beta 0.1 --steps 8 --eval-every 4 --schedule constant)

@@ -8,38 +8,14 @@
 # their special tokens, plus one EOS each; what cannot be rendered is refused
 # by name.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/dpo_pairs.sh"
 source "$(dirname "$0")/chat_model.sh"
 need models/stories260K.gguf
 model="$SHARED/models/stories260K.gguf"
 D=$WORK/dpo_chat
 rm -rf "$D" && mkdir -p "$D"
-command -v python3 >/dev/null || fail "python3 is needed to make the synthetic pairs"
-
-# N conversational pairs from seed S into FILE
-make_pairs() {
-    python3 - "$1" "$2" "$3" <<'PY' || fail "making the pairs"
-import json, random, sys
-seed, n, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-rng = random.Random(seed)
-names = ["Lily", "Tom", "Sam", "Max", "Mia", "Ben", "Sue", "Tim", "Anna", "Jack", "Lucy", "Bob"]
-animals = ["cat", "dog", "bird", "bunny", "bear", "fish", "frog", "duck"]
-things = ["ball", "kite", "toy", "car", "book", "hat", "cake", "box"]
-other_endings = ["The dog ran away.", "It was dark.", "He was sad.", "She cried.", "Then it rained.", "They went home."]
-with open(out, "w") as f:
-    for _ in range(n):
-        nm, an, th = (rng.choice(x) for x in (names, animals, things))
-        body = f"{nm} liked the {th}."
-        f.write(json.dumps({"prompt": [{"role": "user", "content": f"A {an} named {nm}."}],
-                            "chosen": [{"role": "assistant", "content": body + " They all lived happily ever after."}],
-                            "rejected": [{"role": "assistant", "content": body + " " + rng.choice(other_endings)}]}) + "\n")
-PY
-}
-make_pairs 1 96 "$D/pairs.jsonl"
-make_pairs 2 32 "$D/heldout.jsonl"
-col() {
-    awk -F, -v name="$2" -v step="$3" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next }
-        $1 == step { print $c }' "$1/log.csv"
-}
+make_pairs 1 96 "$D/pairs.jsonl" chat
+make_pairs 2 32 "$D/heldout.jsonl" chat
 
 "$WISP" finetune -m "$model" --method dpo --chat-template chatml --data "$D/pairs.jsonl" --val "$D/heldout.jsonl" --ctx 96 \
     --batch 4 --rank 4 --lr 5e-3 --beta 0.1 --steps 8 --eval-every 4 --schedule constant -q -t 2 -o "$D/a" 2> "$D/a.err" ||
