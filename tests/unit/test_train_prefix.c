@@ -300,19 +300,9 @@ static void plan_exact_and_refusals(void) {
 
 int main(void) {
     shared_path_or_skip("test_train_prefix", "models/stories260K.gguf");
-    const vt_variant plain = {"prefix", WISP_TYPE_F32, false, 1, false, 4};
-    const vt_variant all[] = {
-        plain,
-        {"prefix ckpt", WISP_TYPE_F32, true, 2, true, 3},
-        {"prefix 1 row", WISP_TYPE_F32, false, 2, false, 1},
-        {"prefix bf16", WISP_TYPE_BF16, false, 1, false, 4},
-        {"prefix f16", WISP_TYPE_F16, true, 2, true, 3},
-    };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        bool reduced = all[i].act_type != WISP_TYPE_F32;
-        vt_fd_check(&PREFIX, "models/stories260K.gguf", &all[i], 12, 1e-5, reduced ? 5e-2 : 1e-4);
-        vt_fd_check(&PREFIX, "models/synthetic/syn-qwen2-f32.gguf", &all[i], 12, 1e-5, reduced ? 5e-2 : 1e-4);
-    }
+    vt_variant all[5];
+    vt_fd_check_variants(&PREFIX, (const int32_t[5]){4, 3, 1, 4, 3}, all);
+    const vt_variant plain = all[0];
     /* qwen3: head norms (the prefix keys bypass them as they bypass RoPE) */
     vt_fd_check(&PREFIX, "models/synthetic/syn-qwen3-f16.gguf", &all[1], VT_MAX_SEQ - 4, 1e-5, 1e-4);
     vt_fd_check(&PREFIX, "models/synthetic/syn-llama-gqa-f32.gguf", &plain, 12, 1e-5, 1e-4);

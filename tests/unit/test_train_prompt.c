@@ -111,19 +111,9 @@ static void plan_exact_and_refusals(void) {
 
 int main(void) {
     shared_path_or_skip("test_train_prompt", "models/stories260K.gguf");
-    const vt_variant plain = {"prompt", WISP_TYPE_F32, false, 1, false, 5};
-    const vt_variant all[] = {
-        plain,
-        {"prompt ckpt", WISP_TYPE_F32, true, 2, true, 4},
-        {"prompt 1 row", WISP_TYPE_F32, false, 2, false, 1},
-        {"prompt bf16", WISP_TYPE_BF16, false, 1, false, 5},
-        {"prompt f16", WISP_TYPE_F16, true, 2, true, 3},
-    };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        bool reduced = all[i].act_type != WISP_TYPE_F32;
-        vt_fd_check(&PROMPT, "models/stories260K.gguf", &all[i], 12, 1e-5, reduced ? 5e-2 : 1e-4);
-        vt_fd_check(&PROMPT, "models/synthetic/syn-qwen2-f32.gguf", &all[i], 12, 1e-5, reduced ? 5e-2 : 1e-4);
-    }
+    vt_variant all[5];
+    vt_fd_check_variants(&PROMPT, (const int32_t[5]){5, 4, 1, 5, 3}, all);
+    const vt_variant plain = all[0];
     /* gemma2: the embedding scale (the prompt is scaled as a token is), windowed attention, soft-caps */
     vt_fd_check(&PROMPT, "models/synthetic/syn-gemma2-f32.gguf", &plain, VT_MAX_SEQ - 5, 1e-5, 1e-4);
     vt_fd_check(&PROMPT, "models/synthetic/syn-qwen3-f16.gguf", &all[1], VT_MAX_SEQ - 4, 1e-5, 1e-4);

@@ -110,7 +110,8 @@ static inline void vt_fd_check(const vt_kind *kind, const char *rel, const vt_va
         CHECK(rel_err < tol_grad, "%s %s: d %s[%zu][%zu] = %.6g, finite difference %.6g (%.2e of the max %.3g)", rel,
               v->name, kind->what, row, col, got, fd, rel_err, top);
     }
-    printf("%-42s %-14s loss rel err %.1e, worst gradient err %.1e of tensor max\n", rel, v->name, loss_err, worst);
+    printf("%-42s %s %-8s loss rel err %.1e, worst gradient err %.1e of tensor max\n", rel, kind->what, v->name, loss_err,
+           worst);
 
     /* one optimizer step moves the rows (and nothing else can move) */
     wisp_train_step_info info;
@@ -124,6 +125,23 @@ static inline void vt_fd_check(const vt_kind *kind, const char *rel, const vt_va
     free(ref_rows);
     ref_model_free(&r);
     train_close(&e);
+}
+
+/* The variants both kinds are checked in, each on stories260K and on qwen2 (biases): plain,
+ * checkpointed with masked batches of two, one row, BF16 and F16 storage; n_rows[i] virtual tokens
+ * in variant i. The variants go to `out` for the kind's own further checks. */
+static inline void vt_fd_check_variants(const vt_kind *kind, const int32_t n_rows[5], vt_variant out[5]) {
+    const vt_variant all[5] = {
+        {"plain", WISP_TYPE_F32, false, 1, false, n_rows[0]}, {"ckpt", WISP_TYPE_F32, true, 2, true, n_rows[1]},
+        {"1 row", WISP_TYPE_F32, false, 2, false, n_rows[2]}, {"bf16", WISP_TYPE_BF16, false, 1, false, n_rows[3]},
+        {"f16", WISP_TYPE_F16, true, 2, true, n_rows[4]},
+    };
+    for (size_t i = 0; i < 5; i++) {
+        bool reduced = all[i].act_type != WISP_TYPE_F32;
+        vt_fd_check(kind, "models/stories260K.gguf", &all[i], 12, 1e-5, reduced ? 5e-2 : 1e-4);
+        vt_fd_check(kind, "models/synthetic/syn-qwen2-f32.gguf", &all[i], 12, 1e-5, reduced ? 5e-2 : 1e-4);
+        out[i] = all[i];
+    }
 }
 
 #endif
