@@ -16,22 +16,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/virtual_tokens.sh"
 need models/stories260K.gguf data/tinyshakespeare.txt models/synthetic/syn-qwen2-f32.gguf \
      models/synthetic/syn-gemma2-f32.gguf golden/logits/stories260K.json golden/logits/syn-qwen2-f32.json
-model=$SHARED/models/stories260K.gguf
-D=$WORK/prefix
-rm -rf "$D" && mkdir -p "$D"
-head -c 20000 "$SHARED/data/tinyshakespeare.txt" > "$D/train.txt"
-tail -c 4000 "$SHARED/data/tinyshakespeare.txt" > "$D/val.txt"
-common=(-m "$model" --data "$D/train.txt" --val "$D/val.txt" --ctx 32 --batch 2 --steps 6 --eval-every 3
-        --lr 3e-2 --seed 7 -q -t 2 --method prefix --num-virtual-tokens 10)
-
-"$WISP" finetune "${common[@]}" --checkpoint-every 3 -o "$D/a" || fail "finetune --method prefix failed"
-for f in peft/adapter_config.json peft/adapter_model.safetensors config.json log.csv loss.svg checkpoint.bin; do
-    [ -s "$D/a/$f" ] || fail "missing $f"
-done
-[ -e "$D/a/adapter.gguf" ] && fail "a prefix-tuning run wrote adapter.gguf (llama.cpp cannot load prefix tuning)"
-grep -q '"method": "prefix"' "$D/a/config.json" || fail "config.json does not record the method"
-grep -q '"num_virtual_tokens": 10' "$D/a/config.json" || fail "config.json does not record num_virtual_tokens"
-cfg=$D/a/peft/adapter_config.json
+first_run prefix
 # stories260K: 5 layers, 8 heads of 8, 4 kv heads: PEFT's GQA prefix is 4 heads, token_dim 32
 for kv in '"peft_type": "PREFIX_TUNING"' '"task_type": "CAUSAL_LM"' '"num_virtual_tokens": 10' '"token_dim": 32' \
           '"num_attention_heads": 4' '"num_layers": 5' '"num_transformer_submodules": 1' \

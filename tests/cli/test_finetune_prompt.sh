@@ -11,22 +11,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/virtual_tokens.sh"
 need models/stories260K.gguf data/tinyshakespeare.txt
-model=$SHARED/models/stories260K.gguf
-D=$WORK/prompt
-rm -rf "$D" && mkdir -p "$D"
-head -c 20000 "$SHARED/data/tinyshakespeare.txt" > "$D/train.txt"
-tail -c 4000 "$SHARED/data/tinyshakespeare.txt" > "$D/val.txt"
-common=(-m "$model" --data "$D/train.txt" --val "$D/val.txt" --ctx 32 --batch 2 --steps 6 --eval-every 3
-        --lr 3e-2 --seed 7 -q -t 2 --method prompt --num-virtual-tokens 10)
-
-"$WISP" finetune "${common[@]}" --checkpoint-every 3 -o "$D/a" || fail "finetune --method prompt failed"
-for f in peft/adapter_config.json peft/adapter_model.safetensors config.json log.csv loss.svg checkpoint.bin; do
-    [ -s "$D/a/$f" ] || fail "missing $f"
-done
-[ -e "$D/a/adapter.gguf" ] && fail "a prompt-tuning run wrote adapter.gguf (llama.cpp cannot load prompt tuning)"
-grep -q '"method": "prompt"' "$D/a/config.json" || fail "config.json does not record the method"
-grep -q '"num_virtual_tokens": 10' "$D/a/config.json" || fail "config.json does not record num_virtual_tokens"
-cfg=$D/a/peft/adapter_config.json
+first_run prompt
 for kv in '"peft_type": "PROMPT_TUNING"' '"task_type": "CAUSAL_LM"' '"num_virtual_tokens": 10' '"token_dim": 64' \
           '"num_transformer_submodules": 1' '"prompt_tuning_init": "RANDOM"'; do
     grep -q "$kv" "$cfg" || fail "adapter_config.json lacks $kv"
