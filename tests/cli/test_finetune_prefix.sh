@@ -130,23 +130,7 @@ case "$out" in *"1 bytes short"*) ;; *) fail "unclear error for a short arena: $
 echo "prefix projection validation loss $(awk -F, 'NR==2{print $6}' "$D/p/log.csv") -> $pv; planned arena $pb bytes"
 ok
 
-# stopped after 2 steps and resumed with another thread count: the same bytes
-"$WISP" finetune "${common[@]}" --checkpoint-every 3 --stop-after 2 -o "$D/b" || fail "--stop-after"
-"$WISP" finetune --resume "$D/b" -t 3 -q || fail "resume"
-cmp "$D/a/peft/adapter_model.safetensors" "$D/b/peft/adapter_model.safetensors" || fail "resumed prefix differs"
-ok
-
-# the plan is exact for prefix tuning
-small=(-m "$model" --data "$D/train.txt" --val-split 0.1 --ctx 32 --batch 2 --steps 1 -q -t 2 --method prefix
-       --num-virtual-tokens 10)
-bytes=$("$WISP" plan -m "$model" --train --method prefix --num-virtual-tokens 10 --ctx 32 --batch 2 -t 2 --json |
-        grep -o '"total_bytes": [0-9]*' | grep -o '[0-9]*')
-[ -n "$bytes" ] || fail "plan --train --method prefix"
-"$WISP" finetune "${small[@]}" --arena "$bytes" -o "$D/c" || fail "prefix tuning in its planned arena ($bytes)"
-out=$("$WISP" finetune "${small[@]}" --arena $((bytes - 1)) -o "$D/e" 2>&1) && fail "one byte less trained"
-case "$out" in *"1 bytes short"*) ;; *) fail "unclear error for a short arena: $out" ;; esac
-echo "planned arena: prefix tuning $bytes bytes"
-ok
+resumes_and_plans_exactly prefix
 
 # LoRA settings do not apply, nor the projection's to other methods
 out=$("$WISP" finetune "${small[@]}" --rank 4 -o "$D/g" 2>&1) && fail "--rank accepted for prefix tuning"

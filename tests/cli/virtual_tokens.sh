@@ -50,3 +50,24 @@ validation_falls_and_eval_agrees() {
     awk -v a="$le" -v b="$b" 'BEGIN{d=a-b; if (d<0) d=-d; exit !(d > 1e-3)}' || fail "the $kind changes nothing ($le vs $b)"
     echo "$kind tuning validation loss $v0 -> $v1; eval --lora $le (base $b)"
 }
+
+# resumes_and_plans_exactly KIND: a run stopped after 2 steps and resumed with another thread count
+# ends with the same bytes as $D/a; then the plan of --method KIND is exact (the planned arena
+# trains, one byte less is refused with the shortfall). Sets small: a one-step run's options.
+resumes_and_plans_exactly() {
+    local kind=$1 bytes out
+    "$WISP" finetune "${common[@]}" --checkpoint-every 3 --stop-after 2 -o "$D/b" || fail "--stop-after"
+    "$WISP" finetune --resume "$D/b" -t 3 -q || fail "resume"
+    cmp "$D/a/peft/adapter_model.safetensors" "$D/b/peft/adapter_model.safetensors" || fail "resumed $kind differs"
+    ok
+    small=(-m "$model" --data "$D/train.txt" --val-split 0.1 --ctx 32 --batch 2 --steps 1 -q -t 2 --method "$kind"
+           --num-virtual-tokens 10)
+    bytes=$("$WISP" plan -m "$model" --train --method "$kind" --num-virtual-tokens 10 --ctx 32 --batch 2 -t 2 --json |
+            grep -o '"total_bytes": [0-9]*' | grep -o '[0-9]*')
+    [ -n "$bytes" ] || fail "plan --train --method $kind"
+    "$WISP" finetune "${small[@]}" --arena "$bytes" -o "$D/c" || fail "$kind tuning in its planned arena ($bytes)"
+    out=$("$WISP" finetune "${small[@]}" --arena $((bytes - 1)) -o "$D/e" 2>&1) && fail "one byte less trained"
+    case "$out" in *"1 bytes short"*) ;; *) fail "unclear error for a short arena: $out" ;; esac
+    echo "planned arena: $kind tuning $bytes bytes"
+    ok
+}

@@ -214,18 +214,12 @@ static void inference_check(const char *rel, int32_t kv_type, double tol) {
 }
 
 static void plan_exact_and_refusals(void) {
-    const char *path = shared_path("models/stories260K.gguf");
-    REQUIRE(path, "stories260K missing");
-    size_t size = 0;
-    unsigned char *bytes = read_file(path, &size);
     wisp_gguf g;
+    wisp_config cfg;
+    unsigned char *bytes;
+    vt_open_plan_model(&PREFIX, &g, &cfg, &bytes);
+    if (!bytes) return;
     wisp_error err = {0};
-    REQUIRE(bytes && !wisp_gguf_open(&g, bytes, size, &err), "open: %s", err.message);
-    wisp_config cfg = train_config(16, 8, 1);
-    cfg.n_ctx = 16 + 20 + 1;
-    cfg.train.virtual_tokens = 20;
-    cfg.train.prefix = true;
-    cfg.train.micro_batch = 2;
     wisp_memory_plan plan, prompt_plan;
     REQUIRE(!wisp_plan(&g, &cfg, &plan, &err), "plan: %s", err.message);
     wisp_config prompt = cfg;
@@ -280,6 +274,7 @@ static void plan_exact_and_refusals(void) {
     /* sliding-window layers would drop the prefix: refused in training and at inference */
     const char *gpath = shared_path("models/synthetic/syn-gemma2-f32.gguf");
     REQUIRE(gpath, "syn-gemma2 missing");
+    size_t size = 0;
     bytes = read_file(gpath, &size);
     REQUIRE(bytes && !wisp_gguf_open(&g, bytes, size, &err), "open: %s", err.message);
     c2 = cfg;

@@ -64,17 +64,12 @@ static void text_init(void) {
 }
 
 static void plan_exact_and_refusals(void) {
-    const char *path = shared_path("models/stories260K.gguf");
-    REQUIRE(path, "stories260K missing");
-    size_t size = 0;
-    unsigned char *bytes = read_file(path, &size);
     wisp_gguf g;
+    wisp_config cfg;
+    unsigned char *bytes;
+    vt_open_plan_model(&PROMPT, &g, &cfg, &bytes);
+    if (!bytes) return;
     wisp_error err = {0};
-    REQUIRE(bytes && !wisp_gguf_open(&g, bytes, size, &err), "open: %s", err.message);
-    wisp_config cfg = train_config(16, 8, 1);
-    cfg.n_ctx = 16 + 20 + 1;
-    cfg.train.virtual_tokens = 20;
-    cfg.train.micro_batch = 2;
     wisp_memory_plan plan, lora_plan;
     REQUIRE(!wisp_plan(&g, &cfg, &plan, &err), "plan: %s", err.message);
     wisp_config lora = cfg;

@@ -127,6 +127,26 @@ static inline void vt_fd_check(const vt_kind *kind, const char *rel, const vt_va
     train_close(&e);
 }
 
+/* stories260K opened for a kind's plan checks (its bytes in *bytes, for the caller to free; NULL
+ * when it cannot be opened, a failed check), and the configuration they plan: 20 virtual tokens
+ * of the kind before sequences of 16, in pairs. */
+static inline void vt_open_plan_model(const vt_kind *kind, wisp_gguf *g, wisp_config *cfg, unsigned char **bytes) {
+    const char *path = shared_path("models/stories260K.gguf");
+    *bytes = NULL;
+    REQUIRE(path, "stories260K missing");
+    size_t size = 0;
+    wisp_error err = {0};
+    unsigned char *b = read_file(path, &size);
+    if (b && wisp_gguf_open(g, b, size, &err)) free(b), b = NULL;
+    REQUIRE(b, "open: %s", err.message);
+    *bytes = b;
+    *cfg = train_config(16, 8, 1);
+    cfg->n_ctx = 16 + 20 + 1;
+    cfg->train.virtual_tokens = 20;
+    cfg->train.prefix = kind->prefix;
+    cfg->train.micro_batch = 2;
+}
+
 /* The variants both kinds are checked in, each on stories260K and on qwen2 (biases): plain,
  * checkpointed with masked batches of two, one row, BF16 and F16 storage; n_rows[i] virtual tokens
  * in variant i. The variants go to `out` for the kind's own further checks. */
