@@ -23,8 +23,6 @@ LIB_OBJ      := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ      := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TESTLIB_SRC  := $(sort $(wildcard tests/lib/*.c))
 TESTLIB_OBJ  := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
-# CLI pieces unit tests link too: CPU feature detection, to pick kernel levels
-TESTCLI_OBJ  := $(BUILD)/obj/cli/cpu_features.o
 UNIT_SRC     := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN     := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC     := $(sort $(wildcard tests/tools/*.c))
@@ -83,9 +81,9 @@ $(BUILD)/libwisp.a: $(LIB_OBJ)
 $(BUILD)/wisp: $(CLI_OBJ) $(BUILD)/libwisp.a
 	$(CC) $(ALL_CFLAGS) $(CLI_OBJ) $(BUILD)/libwisp.a $(LDFLAGS) $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(TESTCLI_OBJ) $(BUILD)/libwisp.a
+$(BUILD)/tests/%: tests/unit/%.c $(TESTLIB_OBJ) $(BUILD)/libwisp.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/lib -Icli -MMD -MP $< $(TESTLIB_OBJ) $(TESTCLI_OBJ) $(BUILD)/libwisp.a $(LDFLAGS) $(LDLIBS) -o $@
+	$(CC) $(ALL_CFLAGS) -Itests/lib -Icli -MMD -MP $< $(TESTLIB_OBJ) $(BUILD)/libwisp.a $(LDFLAGS) $(LDLIBS) -o $@
 
 $(BUILD)/tests/tools/%: tests/tools/%.c $(TESTLIB_OBJ) $(BUILD)/libwisp.a
 	@mkdir -p $(dir $@)

@@ -19,7 +19,7 @@ int cmd_run(int argc, char **argv) {
     int32_t n_predict = 128;
     wisp_sampler_params sp = wisp_sampler_defaults();
     uint64_t seed = UINT64_MAX;
-    bool no_bos = false, quiet = false, no_echo = false;
+    bool no_bos = false, quiet = false, no_echo = false, ids = false;
     cli_str_list loras = {{0}, 0};
     float lora_scale = 1.0f;
     cli_grammar_opts go = {0};
@@ -37,6 +37,7 @@ int cmd_run(int argc, char **argv) {
         {"seed", 's', OPT_U64, &seed, "S", "random seed (default: random, printed at the end)"},
         {"no-bos", 0, OPT_FLAG, &no_bos, NULL, "do not add the beginning-of-sequence token"},
         {"no-echo", 0, OPT_FLAG, &no_echo, NULL, "print only the continuation, not the prompt"},
+        {"ids", 0, OPT_FLAG, &ids, NULL, "print token ids (space-separated) instead of their text"},
         {"quiet", 'q', OPT_FLAG, &quiet, NULL, "no statistics line on stderr"},
         CLI_GRAMMAR_OPTS(&go),
     };
@@ -96,7 +97,10 @@ int cmd_run(int argc, char **argv) {
         return CLI_FAIL;
     }
     if (!no_echo) {
-        fputs(prompt, stdout);
+        if (ids)
+            for (size_t i = 0; i < n_prompt; i++) printf("%s%d", i ? " " : "", (int)tokens[i]);
+        else
+            fputs(prompt, stdout);
         fflush(stdout);
     }
     wisp_sampler sampler;
@@ -113,8 +117,12 @@ int cmd_run(int argc, char **argv) {
         int32_t next = wisp_sample(ctx, &sampler, tokens, (size_t)n_tok);
         if (next < 0 && guide.mem && !cli_guide_finished(&guide, "run")) st = WISP_ERR_ARG;
         if (next < 0 || wisp_tokenizer_is_eog(tok, next)) break;
-        size_t len = wisp_token_piece(tok, next, piece, sizeof piece);
-        fwrite(piece, 1, len < sizeof piece ? len : sizeof piece, stdout);
+        if (ids) {
+            printf("%s%d", n_gen || !no_echo ? " " : "", (int)next);
+        } else {
+            size_t len = wisp_token_piece(tok, next, piece, sizeof piece);
+            fwrite(piece, 1, len < sizeof piece ? len : sizeof piece, stdout);
+        }
         fflush(stdout);
         n_gen++;
         if (n_tok >= n_ctx) { context_full = true; break; }

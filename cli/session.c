@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu_features.h"
 #include "huge_alloc.h"
+#include "simd.h"
 
 void cli_model_opts_default(cli_model_opts *o) {
     memset(o, 0, sizeof *o);
@@ -39,7 +39,7 @@ const wisp_kernels *cli_kernels(void) {
     static const wisp_kernels *chosen;
     if (chosen) return chosen;
     wisp_cpu_features cpu;
-    cli_cpu_features(&cpu);
+    wisp_cpu_detect(&cpu);
     wisp_error err = {0};
     if (wisp_simd_select(&cpu, getenv("WISP_KERNELS"), &chosen, &err)) {
         fprintf(stderr, "wisp: WISP_KERNELS: %s\n", err.message);

@@ -193,7 +193,13 @@ static bool seen_before(uint8_t *filter, wisp_str name) {
     return was;
 }
 
+/* wisp.h promises callers that 16-byte aligned memory holds a handle. */
+_Static_assert(_Alignof(wisp_gguf) <= 16, "wisp_gguf needs more than the 16-byte alignment wisp.h promises");
+
+size_t wisp_gguf_size(void) { return sizeof(wisp_gguf); }
+
 wisp_status wisp_gguf_open(wisp_gguf *g, const void *bytes, size_t size, wisp_error *err) {
+    if (!g) return wisp_fail(err, WISP_ERR_ARG, "no wisp_gguf given (wisp_gguf_size() bytes)");
     memset(g, 0, sizeof *g);
     if (!bytes) return wisp_fail(err, WISP_ERR_ARG, "no bytes given");
     reader r = {(const uint8_t *)bytes, size, 0, err};

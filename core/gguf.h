@@ -78,9 +78,8 @@ typedef struct wisp_gguf_tensor {
     uint64_t nbytes;
 } wisp_gguf_tensor;
 
-/* Validate and index a GGUF held in `bytes` (which must outlive `g`).
- * Fails with WISP_ERR_FORMAT naming the first problem found. */
-wisp_status wisp_gguf_open(wisp_gguf *g, const void *bytes, size_t size, wisp_error *err);
+/* wisp_gguf_open (validate and index a GGUF in place) and wisp_gguf_size are
+ * public: wisp.h, which status.h brings in. */
 
 /* Link the n shards of a gguf-split model, each already opened with
  * wisp_gguf_open, given in file order (NAME-00001-of-0000N first). Checks

@@ -137,12 +137,11 @@ wisp_status wisp_tokenize_literal(const wisp_tokenizer *tok, const char *text, s
                                   const wisp_text_span *literal, size_t n_literal, int32_t *ids, size_t cap,
                                   size_t *n_ids, void *scratch, size_t scratch_bytes, wisp_error *err);
 
-/* Bytes of token `id` (full length returned even if > cap; copies min(len,cap)).
- * SPM: "▁" becomes a space and <0xXX> the byte; BPE: GPT-2 characters become
- * their bytes; WordPiece: a word-initial "▁" becomes a space. Control and
- * unknown tokens give nothing (see wisp_token_piece_ex); unused and undefined
- * tokens always give nothing; user-defined tokens give their text as is. */
-size_t wisp_token_piece(const wisp_tokenizer *tok, int32_t id, char *buf, size_t cap);
+/* wisp_token_piece (public: wisp.h) gives the bytes of a token, full length
+ * returned even if > cap. Beyond what wisp.h says: WordPiece's word-initial
+ * "▁" becomes a space; control and unknown tokens give nothing (see
+ * wisp_token_piece_ex); unused and undefined tokens always give nothing;
+ * user-defined tokens give their text as is. */
 
 enum { WISP_PIECE_SPECIAL = 1 /* control and unknown tokens give their text */ };
 size_t wisp_token_piece_ex(const wisp_tokenizer *tok, int32_t id, unsigned flags, char *buf, size_t cap);
@@ -157,7 +156,7 @@ size_t wisp_detokenize(const wisp_tokenizer *tok, const int32_t *ids, size_t n, 
 int32_t wisp_tokenizer_n_vocab(const wisp_tokenizer *tok);
 int32_t wisp_tokenizer_bos(const wisp_tokenizer *tok);   /* -1 if none */
 int32_t wisp_tokenizer_eos(const wisp_tokenizer *tok);
-bool wisp_tokenizer_is_eog(const wisp_tokenizer *tok, int32_t id); /* eos, eot, im_end-like end-of-generation tokens */
+/* wisp_tokenizer_is_eog: wisp.h */
 bool wisp_tokenizer_add_bos_default(const wisp_tokenizer *tok); /* from tokenizer.ggml.add_bos_token; true for SPM when absent */
 
 /* The token's text as stored in the GGUF (not NUL-terminated), and its type

@@ -1,19 +1,29 @@
 /* wisp — run and fine-tune llama-family models inside one planned arena.
  *
- * The flow, on any target:
+ * The flow, on any target, with nothing but this header (a whole program:
+ * tests/cli/public_generate.c):
  *
- *     wisp_gguf g;                       // the platform parses a GGUF in place (mmap, flash,
- *     wisp_gguf_open(&g, bytes, size, &err); // ArrayBuffer) through core/gguf.h
+ *     wisp_gguf *g = malloc(wisp_gguf_size());  // or any 16-byte aligned block
+ *     wisp_gguf_open(g, bytes, size, &err);      // parsed in place: the bytes stay where they lie
  *     wisp_config cfg = wisp_config_default();
  *     cfg.n_ctx = 512;
- *     wisp_memory_plan plan;             // exact bytes, per part, before anything starts
- *     wisp_plan(&g, &cfg, &plan, &err);
+ *     wisp_cpu_features cpu;                     // the best kernel level of this CPU
+ *     wisp_cpu_detect(&cpu);
+ *     wisp_simd_select(&cpu, NULL, &cfg.kernels, &err);
+ *     wisp_memory_plan plan;                     // exact bytes, per part, before anything starts
+ *     wisp_plan(g, &cfg, &plan, &err);
  *     void *arena = <plan.total bytes, 16-byte aligned>;
- *     wisp_ctx *ctx;                     // carved from the arena; nothing allocates afterwards
- *     wisp_init(&ctx, &g, &cfg, arena, plan.total, &err);
+ *     wisp_ctx *ctx;                             // carved from the arena; nothing allocates afterwards
+ *     wisp_init(&ctx, g, &cfg, arena, plan.total, &err);
  *     wisp_tokenize_text(ctx, "Once upon a time", 16, WISP_TOKENIZE_ADD_BOS, ids, 64, &n, &err);
- *     wisp_eval(ctx, ids, n, &err);      // prefill; then one token at a time
- *     int32_t next = wisp_sample(ctx, &sampler, history, n_history);
+ *     wisp_eval(ctx, ids, n, &err);              // prefill; then one token at a time:
+ *     wisp_sampler_params sp = wisp_sampler_defaults();
+ *     sp.temperature = 0;                        // greedy; or keep 0.8 and set sp.seed
+ *     wisp_sampler sampler;
+ *     wisp_sampler_init(&sampler, &sp);
+ *     int32_t next = wisp_sample(ctx, &sampler, ids, n);
+ *     wisp_token_piece(wisp_ctx_tokenizer(ctx), next, buf, sizeof buf);  // its text
+ *     wisp_eval(ctx, &next, 1, &err);            // ... until wisp_tokenizer_is_eog(tok, next)
  *
  * Fine-tuning a LoRA adapter is the same flow with cfg.train filled in; the
  * plan then also covers the adapter, its gradients, the optimizer moments,
@@ -259,22 +269,99 @@ typedef struct wisp_train_step_info {
 } wisp_train_step_info;
 
 /* Held by pointer here; their fields are core's: a GGUF parsed in place
- * (gguf.h, where a platform opens one) and the model viewed over it (model.h). */
+ * (gguf.h) and the model viewed over it (model.h). */
 typedef struct wisp_gguf wisp_gguf;
 typedef struct wisp_model wisp_model;
 
-/* A table of compute kernels (the scalar reference, AVX2, NEON, ...): the
- * platform picks one (kernels.h, simd/simd.h) and hands it over by pointer. */
+/* ---- opening a model ------------------------------------------------------
+ * A GGUF is parsed where its bytes lie (a mapping, flash, a buffer read from
+ * a file): nothing is copied, so `bytes` must outlive the handle and every
+ * context made from it. The handle itself is a small struct whose fields stay
+ * core's; since the caller cannot name its size, it asks for it and provides
+ * that many bytes (malloc's memory, or any 16-byte aligned block: core never
+ * allocates):
+ *
+ *     wisp_gguf *g = malloc(wisp_gguf_size());
+ *     wisp_gguf_open(g, bytes, size, &err);
+ *
+ * (core's own callers, which see gguf.h, simply declare a wisp_gguf.) */
+size_t wisp_gguf_size(void);
+
+/* Validate and index a GGUF held in `bytes` (which must outlive `g`): every
+ * length, count, offset and tensor extent is checked against `size` once.
+ * Fails with WISP_ERR_FORMAT naming the first problem found. A shard of a
+ * split model is refused by plan and init (gguf.h links shards). */
+wisp_status wisp_gguf_open(wisp_gguf *g, const void *bytes, size_t size, wisp_error *err);
+
+/* ---- compute kernels -------------------------------------------------------
+ * A table of kernels per instruction set (the scalar reference, AVX2,
+ * AVX-512, NEON, NEON dot-product, wasm SIMD128); cfg.kernels points at one
+ * (NULL: the scalar reference, on every target). Every level gives the same
+ * tokens up to the floating-point rounding its products state. To run the
+ * best this processor offers:
+ *
+ *     wisp_cpu_features cpu;
+ *     wisp_cpu_detect(&cpu);
+ *     wisp_simd_select(&cpu, NULL, &cfg.kernels, &err);  // or a name: "avx2" */
 typedef struct wisp_kernels wisp_kernels;
+
+typedef struct wisp_cpu_features {
+    bool avx2_fma;     /* x86: AVX2 + FMA + F16C */
+    bool avx512;       /* x86: AVX-512 F/BW/VL/DQ + VNNI */
+    bool avx512_bf16;  /* x86: AVX512_BF16 */
+    bool neon;         /* ARM: Advanced SIMD */
+    bool dotprod;      /* aarch64: SDOT/UDOT (HWCAP_ASIMDDP) */
+    bool wasm_simd128; /* WebAssembly SIMD (compile-time) */
+} wisp_cpu_features;
+
+/* What the processor running this offers (CPUID on x86, the aux vector on
+ * aarch64 Linux, the build's flags on 32-bit ARM and wasm); all false where
+ * nothing can be read. A platform that knows better fills the struct itself. */
+void wisp_cpu_detect(wisp_cpu_features *cpu);
+
+/* The table for `name` ("scalar", "avx2", "avx512", "neon", "neon-dotprod",
+ * "wasm-simd128"), or the best one this build offers on `cpu` when name is
+ * NULL or "auto". Fails with WISP_ERR_UNSUPPORTED listing what is available
+ * when the name is unknown or the CPU lacks it. */
+wisp_status wisp_simd_select(const wisp_cpu_features *cpu, const char *name, const wisp_kernels **out,
+                             wisp_error *err);
 
 /* A model's vocabulary and its encoder, read from the GGUF at init. */
 typedef struct wisp_tokenizer wisp_tokenizer;
 
+/* ---- sampling ---------------------------------------------------------------
+ * Choosing the next token from the logits (wisp_sample): the repetition
+ * penalty, top-k, top-p, min-p, then the temperature, driven by a seeded
+ * generator so the same seed gives the same tokens on every target. */
+typedef struct wisp_sampler_params {
+    float temperature;    /* <= 0: greedy (argmax) */
+    int32_t top_k;        /* keep the k most likely; 0: off */
+    float top_p;          /* keep the smallest set with this much probability; 1: off */
+    float min_p;          /* drop tokens below min_p x the best probability; 0: off */
+    float repeat_penalty; /* divide positive / multiply negative logits of recent tokens; 1: off */
+    int32_t repeat_last_n;/* how many recent tokens the penalty looks at */
+    uint64_t seed;
+} wisp_sampler_params;
+
+/* The caller holds a sampler by value and starts it with wisp_sampler_init. */
+typedef struct wisp_sampler {
+    wisp_sampler_params p;
+    uint64_t rng; /* the whole generator state: saving it resumes the sequence */
+    /* optional stage: only tokens this grammar guide allows (NULL: off; guide.h
+     * is internal for now). The sampler advances the guide past every token it
+     * returns; -1 when no token may follow (the reason is in guide->error). */
+    struct wisp_guide *guide;
+} wisp_sampler;
+
+/* llama.cpp's defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, no
+ * penalty, seed 0. Set temperature to 0 for greedy decoding. */
+wisp_sampler_params wisp_sampler_defaults(void);
+/* Start `s` with settings `p` (copied) and its generator seeded from p->seed. */
+void wisp_sampler_init(wisp_sampler *s, const wisp_sampler_params *p);
+
 /* Passed by pointer only; a platform fills them through their own headers:
- * an adapter's pairs (lora.h), a sampler's settings and state (sampler.h),
- * where saved bytes go (sink.h). */
+ * an adapter's pairs (lora.h), where saved bytes go (sink.h). */
 typedef struct wisp_lora wisp_lora;
-typedef struct wisp_sampler wisp_sampler;
 typedef struct wisp_sink wisp_sink;
 
 /* Run fn(arg, i, n) for every piece i = 0..n-1, each exactly once, possibly
@@ -398,6 +485,16 @@ void wisp_rewind(wisp_ctx *ctx, int32_t n);
 /* Pick the next token from the last logits. `history` (may be NULL) feeds
  * the repetition penalty. Uses the context's candidate scratch. */
 int32_t wisp_sample(wisp_ctx *ctx, wisp_sampler *s, const int32_t *history, size_t n_history);
+
+/* ---- turning tokens back into text ----------------------------------------- */
+/* The bytes of token `id` (tok = wisp_ctx_tokenizer(ctx)): its full length is
+ * returned, min(length, cap) bytes are copied (no NUL). SPM's "▁" becomes a
+ * space and <0xXX> the byte; byte-level BPE's characters become their bytes.
+ * Control and unknown tokens give nothing. A multi-byte character may span
+ * several tokens: write the pieces out as bytes, in order. */
+size_t wisp_token_piece(const wisp_tokenizer *tok, int32_t id, char *buf, size_t cap);
+/* True for the tokens that end a generation (EOS, EOT, <|im_end|>-like). */
+bool wisp_tokenizer_is_eog(const wisp_tokenizer *tok, int32_t id);
 
 /* ---- LoRA adapters at inference ------------------------------------------
  * An attached adapter adds user_scale * pair.scale * B (A x) after each

@@ -7,7 +7,8 @@
 #   - that list holds nothing stale (no longer exported) and nothing public
 #     (also declared in wisp.h), so it stays exact.
 # wisp.h includes no internal header, and a program including only it
-# compiles (gcc, clang) and links. It also prints, for the record, the public
+# compiles (gcc, clang) and links; another, still knowing only wisp.h, loads
+# stories260K from ../shared and generates the tokens `wisp run` does. It also prints, for the record, the public
 # functions still declared outside wisp.h (marked "public" in the list).
 source "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -85,15 +86,20 @@ part kv_cache
 parts 16
 lr_at_2 0.2500
 error_fits 1"
+# build_user SRC NAME CC: compile a program of tests/cli that includes only
+# <wisp.h> with CC, pedantic and warning-free, and link it into $D/NAME-CC
+build_user() {
+    local out=$D/$2-$3 linker=$3
+    $3 -std=c11 -Wall -Wextra -Werror -Wpedantic -Wstrict-prototypes -I"$here/core" \
+        -c "$here/tests/cli/$1" -o "$out.o" 2>"$out.log" ||
+        fail "$3: $1, including only <wisp.h>, does not compile: $(head -5 "$out.log")"
+    [ ${#runtime[@]} -eq 0 ] || linker=gcc
+    $linker "${runtime[@]}" "$out.o" "$lib" -lm -o "$out" 2>"$out.log" ||
+        fail "$3: $1 does not link against $lib: $(head -5 "$out.log")"
+}
 for c in gcc clang; do
     command -v $c >/dev/null || fail "$c is missing: the public header is checked with gcc and clang"
-    $c -std=c11 -Wall -Wextra -Werror -Wpedantic -Wstrict-prototypes -I"$here/core" \
-        -c "$here/tests/cli/public_header_user.c" -o "$D/user-$c.o" 2>"$D/user-$c.log" ||
-        fail "$c: a program including only <wisp.h> does not compile: $(head -5 "$D/user-$c.log")"
-    linker=$c
-    [ ${#runtime[@]} -eq 0 ] || linker=gcc
-    $linker "${runtime[@]}" "$D/user-$c.o" "$lib" -lm -o "$D/user-$c" 2>"$D/user-$c.log" ||
-        fail "$c: the program does not link against $lib: $(head -5 "$D/user-$c.log")"
+    build_user public_header_user.c user $c
     out=$(GCOV_PREFIX=$D/gcov "$D/user-$c") || fail "$c: the program failed: $out"
     [ "$out" = "$expect" ] || fail "$c: the program printed
 $out
@@ -101,6 +107,43 @@ expected
 $expect"
     ok
 done
+
+# wisp.h alone is enough to generate: public_generate.c opens a real model
+# from bytes in memory, plans, makes a context in its own arena, tokenizes,
+# evaluates, samples and detokenizes on the best kernel level; its token ids
+# and text must be wisp run's, greedy and sampled with a seed (run's default
+# top-k/top-p/min-p). Both go the same way through WISP_KERNELS.
+model=$SHARED/models/stories260K.gguf
+[ -f "$model" ] || fail "missing $model (set WISP_SHARED to the shared reference folder)"
+prompt="Once upon a time"
+n=24
+for c in gcc clang; do
+    build_user public_generate.c generate $c
+    for sampling in greedy "0.8 42"; do
+        if [ "$sampling" = greedy ]; then args=(); run_args=(--temp 0)
+        else args=($sampling); run_args=(--temp "${args[0]}" --seed "${args[1]}"); fi
+        GCOV_PREFIX=$D/gcov "$D/generate-$c" "$model" "$prompt" $n "${args[@]}" >"$D/generate.out" 2>"$D/generate.err" ||
+            fail "$c: public_generate ($sampling) failed: $(cat "$D/generate.err")"
+        ids=$("$WISP" run -m "$model" -p "$prompt" -n $n "${run_args[@]}" -t 1 -q --ids) ||
+            fail "wisp run --ids ($sampling) failed"
+        text=$("$WISP" run -m "$model" -p "$prompt" -n $n "${run_args[@]}" -t 1 -q --no-echo) ||
+            fail "wisp run --no-echo ($sampling) failed"
+        got_ids=$(sed -n 1p "$D/generate.out"); got_text=$(sed -n 2p "$D/generate.out")
+        # the prompt's 5 ids (BOS first) and all n generated: the model does not stop early here
+        [ "$(wc -w <<<"$got_ids")" -eq $((5 + n)) ] || fail "$c ($sampling): expected 5 + $n ids, got: $got_ids"
+        [ "$got_ids" = "$ids" ] || fail "$c ($sampling): token ids differ from wisp run's
+public_generate: $got_ids
+wisp run:        $ids"
+        [ "$got_text" = "$text" ] || fail "$c ($sampling): text differs from wisp run's
+public_generate: $got_text
+wisp run:        $text"
+        ok
+    done
+done
+# and the two samplings differ, so the seeded one really sampled
+[ "$(sed -n 1p "$D/generate.out")" != "$("$WISP" run -m "$model" -p "$prompt" -n $n --temp 0 -t 1 -q --ids)" ] ||
+    fail "sampling at temperature 0.8 gave the greedy ids"
+ok
 
 echo "public functions: $n_pub in wisp.h, $(wc -l <"$D/public_elsewhere") declared elsewhere ($(tr '\n' ' ' <"$D/public_elsewhere"));" \
     "internal exports: $((n_int - $(wc -l <"$D/public_elsewhere")))"

@@ -14,7 +14,6 @@
  * crossing key blocks and a single decoded token. */
 #include "attention.h"
 #include "check.h"
-#include "cpu_features.h"
 #include "half.h"
 #include "ref_model.h"
 #include "simd.h"
@@ -136,7 +135,7 @@ int main(void) {
         {14, 2, 100, 1, 40}, /* Qwen2.5-0.5B's group of 7; a head wider than 64 with a ragged end */
     };
     wisp_cpu_features cpu;
-    cli_cpu_features(&cpu);
+    wisp_cpu_detect(&cpu);
     const char *names[8];
     int n_levels = wisp_simd_levels(&cpu, names, 8);
     int grouped_levels = 0;

@@ -9,7 +9,6 @@
  *    Q4_K), which falls back to one job each;
  *  - with row counts that are not multiples of the 16-row groups. */
 #include "check.h"
-#include "cpu_features.h"
 #include "exec.h"
 #include "simd.h"
 #include "types.h"
@@ -118,7 +117,7 @@ static void check_kernels(const char *level, const wisp_kernels *k) {
 int main(void) {
     check_kernels("reference", wisp_kernels_reference());
     wisp_cpu_features cpu;
-    cli_cpu_features(&cpu);
+    wisp_cpu_detect(&cpu);
     const wisp_kernels *best;
     wisp_error err = {0};
     if (wisp_simd_select(&cpu, NULL, &best, &err) == WISP_OK) check_kernels("best level", best);

@@ -172,7 +172,18 @@ static void test_hostile(void) {
     expect_error((const uint8_t *)"GGML", 4, "not a GGUF");
 }
 
+/* What wisp.h's callers, who cannot see the struct, rely on: the size it
+ * reports, and a missing handle refused as a value, not dereferenced. */
+static void test_opaque_handle(void) {
+    CHECK(wisp_gguf_size() == sizeof(wisp_gguf), "wisp_gguf_size %zu, sizeof %zu", wisp_gguf_size(), sizeof(wisp_gguf));
+    static uint8_t buf[4096];
+    size_t n = build_sample(buf, sizeof buf);
+    wisp_error err = {0};
+    CHECK(wisp_gguf_open(NULL, buf, n, &err) == WISP_ERR_ARG, "a NULL handle: %s", err.message);
+}
+
 int main(void) {
+    test_opaque_handle();
     test_shared_models();
     test_round_trip();
     test_hostile();

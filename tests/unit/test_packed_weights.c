@@ -7,7 +7,6 @@
  * nothing outside [r0, r1) is written; a packed weight is as large as the
  * original rounded up to whole groups, and rows too long are left in place. */
 #include "check.h"
-#include "cpu_features.h"
 #include "half.h"
 #include "kernels.h"
 #include "quant.h"
@@ -133,7 +132,7 @@ static int check_level(const wisp_kernels *k) {
 int main(void) {
     static const char *const levels[] = {"avx512", "avx2"};
     wisp_cpu_features cpu;
-    cli_cpu_features(&cpu);
+    wisp_cpu_detect(&cpu);
     int tested = 0;
     for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
         const wisp_kernels *table;

@@ -11,7 +11,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu_features.h"
 #include "gguf_extras.h"
 #include "rope.h"
 #include "simd.h"
@@ -66,7 +65,7 @@ static void check_variant(const variant *v) {
     double *ref = malloc(sizeof(double) * n_logits), *alt64 = malloc(sizeof(double) * n_logits);
 
     wisp_cpu_features cpu;
-    cli_cpu_features(&cpu);
+    wisp_cpu_detect(&cpu);
     const char *names[8];
     int n_levels = wisp_simd_levels(&cpu, names, 8);
     ref_model r;

@@ -9,13 +9,13 @@
  * target: the reference's arithmetic is the platform's). Prints the table of
  * levels x checks. */
 #include "check.h"
-#include "cpu_features.h"
+#include "simd.h"
 #include "kernel_levels.h"
 
 int main(void) {
     static const char *const levels[] = {"avx512", "avx2", "scalar"};
     wisp_cpu_features cpu;
-    cli_cpu_features(&cpu);
+    wisp_cpu_detect(&cpu);
     kc_check_levels(&cpu, levels, 3); /* scalar runs everywhere */
     return check_report("test_simd_kernels");
 }

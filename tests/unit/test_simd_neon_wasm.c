@@ -8,13 +8,13 @@
  * this build or CPU lacks are named; with none, the test is a platform skip.
  * Prints the table of levels x checks. */
 #include "check.h"
-#include "cpu_features.h"
+#include "simd.h"
 #include "kernel_levels.h"
 
 int main(void) {
     static const char *const levels[] = {"neon-dotprod", "neon", "wasm-simd128"};
     wisp_cpu_features cpu;
-    cli_cpu_features(&cpu);
+    wisp_cpu_detect(&cpu);
     if (!kc_check_levels(&cpu, levels, 3))
         check_skip_platform("test_simd_neon_wasm",
                             "no NEON or WASM SIMD level in this build or CPU (make test-arm / test-wasm run it)");

@@ -1,6 +1,6 @@
-#include "cpu_features.h"
-
-#include <string.h>
+/* What the processor running us can do, for choosing a kernel level
+ * (wisp_simd_select). Read once by the platform at start; no system calls. */
+#include "simd.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -19,8 +19,8 @@ static bool has_f16c(void) {
 #endif
 #endif
 
-void cli_cpu_features(wisp_cpu_features *f) {
-    memset(f, 0, sizeof *f);
+void wisp_cpu_detect(wisp_cpu_features *f) {
+    *f = (wisp_cpu_features){0};
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     /* These read CPUID and the OS's XCR0 register state, so under valgrind
