@@ -320,7 +320,9 @@ cli_compute_peak cli_compute_peak_measure(const char *kernels, int n_threads, do
 #endif
 #if PEAK_NEON
     if (strcmp(kernels, "neon") == 0) i8 = int8_neon, f32 = f32_neon;
-    if (strcmp(kernels, "neon-dotprod") == 0) f32 = f32_neon; /* its int8 dot (sdot) has no loop here yet */
+#if defined(__aarch64__)
+    if (strcmp(kernels, "neon-dotprod") == 0) i8 = cli_peak_int8_sdot, f32 = f32_neon;
+#endif
 #endif
     if (n_threads < 1) n_threads = 1;
     if (n_threads > 64) n_threads = 64;
