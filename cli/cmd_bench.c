@@ -172,6 +172,12 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "wisp bench: need 0 <= --peak-time <= 60, --steps >= 1 and --rank >= 1\n");
         return CLI_USAGE;
     }
+    /* options of the other mode would be ignored: refuse them (defaults are what the user did not give) */
+    if (train ? n_prompt != 128 || n_gen != 64 || reps != 3 || mem_test != ((size_t)256 << 20) : steps != 3 || rank != 8) {
+        fprintf(stderr, "wisp bench: %s\n", train ? "-p, -n, -r and --mem-test measure inference, not --train"
+                                                  : "--steps and --rank belong to --train");
+        return CLI_USAGE;
+    }
     if (train) return bench_train(&mo, steps, rank, peak_time, json);
     if (n_prompt < 0 || n_gen < 0 || n_prompt + n_gen < 1 || reps < 1 || reps > 63) {
         fprintf(stderr, "wisp bench: need -p >= 0, -n >= 0 (not both 0) and 1 <= -r <= 63\n");

@@ -99,6 +99,8 @@ expect_fail "$WISP" bench -m "$M" -p 0 -n 0
 expect_fail "$WISP" bench -m "$M" -r 0
 expect_fail "$WISP" bench -m "$M" --peak-time -1
 expect_fail "$WISP" bench --train -m "$M" --steps 0
+expect_fail "$WISP" bench --train -m "$M" -p 16
+expect_fail "$WISP" bench -m "$M" --rank 4
 expect_fail "$WISP" bench -m "$M" -p 100 -n 100 --ctx 64
 expect_fail "$WISP" bench -m "$D/missing.gguf"
 done_ok
