@@ -5,6 +5,8 @@
 # wisp runs twice: default (F32 saved activations) and its low-memory mode
 # (activation checkpointing + BF16 storage). Tokens/s leave out the first step
 # (warm-up); peak memory is the process's maximum RSS (mapped weights included).
+# `wisp bench --train` then runs the same shape for its model FLOPs utilization
+# against the machine's measured arithmetic peak (README: Speed).
 # Usage: train_bench.sh BUILD_DIR   (env: THREADS=2 STEPS=4 TORCH_STEPS=2)
 set -eu
 build=${1:-build}
@@ -33,6 +35,9 @@ run_wisp() { # name extra-args...
 echo "wisp: $steps steps of 256 tokens, $threads threads ..." >&2
 w1=$(run_wisp wisp-f32)
 w2=$(run_wisp wisp-ckpt-bf16 --checkpointing --act-dtype bf16)
+echo "wisp bench --train: MFU ..." >&2
+bj=$("$wisp" bench --train -m "$model" -c 256 -b 1 --rank 8 --steps "$steps" -t "$threads" --json)
+jnum() { echo "$bj" | grep -oE "\"$1\":[0-9.e+-]+" | cut -d: -f2; }
 echo "pytorch: $torch_steps steps (the first is warm-up) ..." >&2
 tj=$(/usr/bin/python3 "$here/train_torch.py" "$model" --ctx 256 --batch 1 --rank 8 --steps "$torch_steps" \
      --threads "$threads" 2> "$out/torch.log" | tail -1)
@@ -49,5 +54,9 @@ blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo un
             "$(awk -v a="$3" -v b="$t_rss" 'BEGIN{print a/b}')"
     done
     printf '%-22s %12.2f %14s %12s %10s %10s\n' "pytorch" "$t_tps" "$t_rss" "-" "1.0" "1.00"
+    awk -v tps="$(jnum train_tok_s)" -v mfu="$(jnum train_mfu)" -v i8="$(jnum int8_peak_ops_s)" -v f="$(jnum f32_peak_flops_s)" \
+        -v a="$(jnum train_int8_ops_per_token)" -v b="$(jnum train_f32_flops_per_token)" 'BEGIN {
+        printf "wisp bench --train: %.1f tok/s, MFU %.1f%% (%.3g int8 ops + %.3g F32 FLOPs per token; measured peaks: int8 %.0f Gop/s, F32 FMA %.0f GFLOP/s)\n",
+               tps, 100 * mfu, a, b, i8 / 1e9, f / 1e9 }'
     echo "load average during the run: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine slows every figure)"
 } | tee "$out/results.txt"
