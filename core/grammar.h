@@ -62,8 +62,8 @@ typedef struct wisp_matcher_limits {
     uint32_t max_nodes;  /* stack nodes alive at once (each pool of two) */
     uint32_t max_work;   /* expansions per byte, and node ids of the states held at once */
     /* the guide's mask walk (guide.h); 0: the default. Small values fit a microcontroller */
-    uint32_t walk_states; /* distinct states the walks remember (one walk may meet this many) */
-    uint32_t walk_steps;  /* (state, byte) steps the walks remember (a power of two) */
+    uint32_t walk_states; /* distinct states one walk may meet */
+    uint32_t walk_steps;  /* (state, byte) steps one walk remembers (a power of two) */
 } wisp_matcher_limits;
 
 wisp_matcher_limits wisp_matcher_limits_default(void);
@@ -121,12 +121,8 @@ bool wisp_matcher_is_final(const wisp_matcher *m);
  * The caller pops with wisp_matcher_truncate(m, sets_top, n_nodes). */
 wisp_status wisp_matcher_step(wisp_matcher *m, wisp_gstate from, uint8_t byte, wisp_gstate *to);
 void wisp_matcher_truncate(wisp_matcher *m, uint32_t sets_top, uint32_t n_nodes);
-/* The same from `n` node ids held elsewhere (the guide keeps the states it
- * remembers in its own store: the set stack is cleared at every commit). */
-wisp_status wisp_matcher_step_ids(wisp_matcher *m, const uint32_t *ids, uint32_t n, uint8_t byte, wisp_gstate *to);
 /* Union of the bytes state `s` can take next (32 bytes). */
 void wisp_matcher_next_bytes(const wisp_matcher *m, wisp_gstate s, uint8_t set[32]);
-void wisp_matcher_next_bytes_ids(const wisp_matcher *m, const uint32_t *ids, uint32_t n, uint8_t set[32]);
 /* Make `s` the committed state (compacting the pools when more than half full). */
 wisp_status wisp_matcher_commit(wisp_matcher *m, wisp_gstate s, wisp_error *err);
 

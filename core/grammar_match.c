@@ -201,17 +201,13 @@ static bool term_has(const wisp_grammar *g, uint32_t pos, uint8_t b) {
 }
 
 wisp_status wisp_matcher_step(wisp_matcher *m, wisp_gstate from, uint8_t byte, wisp_gstate *to) {
-    return wisp_matcher_step_ids(m, m->sets + from.off, from.n, byte, to);
-}
-
-wisp_status wisp_matcher_step_ids(wisp_matcher *m, const uint32_t *ids, uint32_t n, uint8_t byte, wisp_gstate *to) {
     const wisp_grammar *g = m->g;
     next_stamp(m);
     expander x = {m, 0, m->sets_top};
     to->off = m->sets_top, to->n = 0;
     if (m->failed) return m->failed;
-    for (uint32_t i = n; i-- > 0;) {
-        uint32_t id = ids[i];
+    for (uint32_t i = from.n; i-- > 0;) {
+        uint32_t id = m->sets[from.off + i];
         if (id == 0) continue;
         uint32_t pos = m->nodes[id].pos, parent = m->nodes[id].parent;
         if (!term_has(g, pos, byte)) continue;
@@ -223,13 +219,9 @@ wisp_status wisp_matcher_step_ids(wisp_matcher *m, const uint32_t *ids, uint32_t
 }
 
 void wisp_matcher_next_bytes(const wisp_matcher *m, wisp_gstate s, uint8_t set[32]) {
-    wisp_matcher_next_bytes_ids(m, m->sets + s.off, s.n, set);
-}
-
-void wisp_matcher_next_bytes_ids(const wisp_matcher *m, const uint32_t *ids, uint32_t n, uint8_t set[32]) {
     uint32_t words[8] = {0};
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t id = ids[i];
+    for (uint32_t i = 0; i < s.n; i++) {
+        uint32_t id = m->sets[s.off + i];
         if (id == 0) continue;
         const uint32_t *t = m->g->terms + (size_t)WISP_GE_VALUE(m->g->elems[m->nodes[id].pos]) * 8;
         for (int w = 0; w < 8; w++) words[w] |= t[w];

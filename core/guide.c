@@ -4,11 +4,10 @@
 #include "guide.h"
 
 #define FORCED_MAX 64 /* bytes looked ahead for a forced continuation */
-#define MAX_STATES 8192 /* distinct states remembered (one mask walk may meet this many) */
-#define TRANS_CAP 65536 /* (state, byte) steps remembered (a power of two) */
+#define MAX_STATES 8192 /* distinct states one mask walk may meet */
+#define TRANS_CAP 65536 /* (state, byte) steps remembered in one walk (a power of two) */
 #define DEAD 0xFFFFFFFFu
-#define FULL 0xFFFFFFFEu /* intern: no room for a new state */
-#define ROW_STATES 64 /* states whose steps are also kept as direct 256-entry rows (those the walk uses) */
+#define ROW_STATES 64 /* states whose steps are kept as direct 256-entry rows */
 #define BULK_MIN 4     /* trie subtrees of this many nodes or fewer are walked without asking whether they are whole */
 #define CACHE_SLOTS 16   /* masks remembered (least recently used is evicted) */
 #define CACHE_KEY_MAX 32 /* states with more stacks than this are not cached */
@@ -39,18 +38,13 @@ static size_t guide_arrays(const wisp_token_trie *t, const wisp_matcher_limits *
         {(void **)(gd ? &gd->mask : NULL), mask_words(t) * 4},
         {(void **)(gd ? &gd->walk_state : NULL), depth * 4},
         {(void **)(gd ? &gd->walk_end : NULL), depth * 4},
-        {(void **)(gd ? &gd->walk_row : NULL), depth * 4},
         {(void **)(gd ? &gd->states : NULL), n_states * sizeof(wisp_gstate)},
-        {(void **)(gd ? &gd->state_ids : NULL), (size_t)lim->max_work * 4}, /* as many as the matcher's own set stack */
         {(void **)(gd ? &gd->state_hash : NULL), n_states * 4},
         {(void **)(gd ? &gd->state_table : NULL), 2 * n_states * 4},
         {(void **)(gd ? &gd->state_gen : NULL), 2 * n_states * 4},
         {(void **)(gd ? &gd->trans : NULL), 2 * n_steps * 4},
         {(void **)(gd ? &gd->trans_gen : NULL), n_steps * 4},
         {(void **)(gd ? &gd->rows : NULL), row_states(lim) * 256 * 4},
-        {(void **)(gd ? &gd->row_of : NULL), n_states * 4},
-        {(void **)(gd ? &gd->row_owner : NULL), row_states(lim) * 4},
-        {(void **)(gd ? &gd->row_used : NULL), row_states(lim) * 4},
         {(void **)(gd ? &gd->byte_class : NULL), 256},
         {(void **)(gd ? &gd->uniform : NULL), n_states * 4},
         {(void **)(gd ? &gd->successor : NULL), n_states * 4},
@@ -90,19 +84,6 @@ static uint32_t classify_bytes(const wisp_grammar *g, uint8_t cls[256]) {
     return n;
 }
 
-/* Forget every interned state and remembered step: a new generation makes
- * every table entry count as empty without clearing the tables. */
-static void forget(wisp_guide *gd) {
-    if (++gd->gen == 0) { /* wrapped: forget for real, once in 2^32 times */
-        memset(gd->state_gen, 0, 2 * (size_t)gd->max_states * 4);
-        memset(gd->trans_gen, 0, (size_t)gd->trans_cap * 4);
-        gd->gen = 1;
-    }
-    gd->n_states = 0, gd->ids_top = 0, gd->n_trans = 0;
-    gd->states_epoch = gd->m.epoch;
-    for (uint32_t r = 0; r < gd->row_states; r++) gd->row_owner[r] = DEAD, gd->row_used[r] = 0;
-}
-
 wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp_grammar *g,
                             const wisp_matcher_limits *lim, wisp_arena *arena, wisp_error *err) {
     memset(gd, 0, sizeof *gd);
@@ -115,11 +96,9 @@ wisp_status wisp_guide_init(wisp_guide *gd, const wisp_token_trie *t, const wisp
     if (st) return st;
     if (!guide_arrays(t, lim, gd, arena)) return wisp_fail(err, WISP_ERR_INTERNAL, "grammar guide: the arena ran out after planning");
     gd->max_states = walk_states(lim), gd->trans_cap = walk_steps(lim), gd->row_states = row_states(lim);
-    gd->ids_cap = lim->max_work;
     memset(gd->state_gen, 0, 2 * (size_t)gd->max_states * 4);
     memset(gd->trans_gen, 0, (size_t)gd->trans_cap * 4);
-    gd->gen = 0;
-    forget(gd);
+    gd->walk_gen = 0;
     gd->n_classes = classify_bytes(g, gd->byte_class);
     gd->cache_slots = CACHE_SLOTS, gd->cache_key_max = CACHE_KEY_MAX;
     memset(gd->cache_info, 0, CACHE_SLOTS * 4 * 4);
@@ -179,121 +158,78 @@ static uint32_t canonical(uint32_t *ids, uint32_t n) {
     return h ^ (h >> 13);
 }
 
-/* The id of the state made of node ids `ids`: an earlier equal state's, or
- * a new one (its ids copied into the guide's store, sorted). FULL when the
- * tables have no room for it. */
-static uint32_t intern(wisp_guide *gd, const uint32_t *ids, uint32_t n) {
-    if (gd->ids_cap - gd->ids_top < n) return FULL;
-    uint32_t *copy = gd->state_ids + gd->ids_top;
-    memcpy(copy, ids, (size_t)n * 4);
-    uint32_t h = canonical(copy, n), mask = 2 * gd->max_states - 1;
+/* The id of state `s` (just pushed on the matcher's set stack): an earlier
+ * equal state's (then `s` is popped), or a new one. DEAD when full. */
+static uint32_t intern(wisp_guide *gd, wisp_gstate s) {
+    wisp_matcher *m = &gd->m;
+    uint32_t *ids = m->sets + s.off;
+    uint32_t h = canonical(ids, s.n), mask = 2 * gd->max_states - 1;
     for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-        uint32_t e = gd->state_gen[i] == gd->gen ? gd->state_table[i] : 0;
+        uint32_t e = gd->state_gen[i] == gd->walk_gen ? gd->state_table[i] : 0;
         if (e == 0) {
-            if (gd->n_states == gd->max_states) return FULL;
+            if (gd->n_states == gd->max_states) return DEAD;
             uint32_t id = gd->n_states++;
-            gd->states[id].off = gd->ids_top, gd->states[id].n = n;
-            gd->ids_top += n;
-            gd->state_hash[id] = h, gd->uniform[id] = 0;
-            gd->state_table[i] = id + 1, gd->state_gen[i] = gd->gen;
-            gd->row_of[id] = 0;
+            gd->states[id] = s, gd->state_hash[id] = h, gd->uniform[id] = 0;
+            gd->state_table[i] = id + 1, gd->state_gen[i] = gd->walk_gen;
+            if (id < gd->row_states) memset(gd->rows + (size_t)id * 256, 0, 256 * 4);
             return id;
         }
         wisp_gstate o = gd->states[e - 1];
-        if (gd->state_hash[e - 1] == h && o.n == n && memcmp(gd->state_ids + o.off, copy, (size_t)n * 4) == 0) return e - 1;
+        if (gd->state_hash[e - 1] == h && o.n == s.n && memcmp(m->sets + o.off, ids, s.n * 4) == 0) {
+            m->sets_top = s.off; /* a copy: drop it */
+            return e - 1;
+        }
     }
-}
-
-#define HASHED 0x80000000u /* row_of: the state has steps in the step table */
-
-static uint32_t step_key(uint32_t from, uint32_t cls) { return ((from << 8) | cls) + 1; }
-
-/* Where step `key` is in the step table (1), or where it would go (0). */
-static int find_step(const wisp_guide *gd, uint32_t key, uint32_t *slot) {
-    uint32_t tmask = gd->trans_cap - 1;
-    for (uint32_t i = (key * 0x9E3779B1u >> 7) & tmask;; i = (i + 1) & tmask) {
-        *slot = i;
-        if (gd->trans_gen[i] != gd->gen) return 0;
-        if (gd->trans[2 * i] == key) return 1;
-    }
-}
-
-static void store_step(wisp_guide *gd, uint32_t from, uint32_t cls, uint32_t next, uint32_t slot) {
-    if (gd->n_trans >= gd->trans_cap / 2) return; /* past half full, steps are computed without remembering */
-    gd->trans[2 * slot] = step_key(from, cls), gd->trans[2 * slot + 1] = next;
-    gd->trans_gen[slot] = gd->gen;
-    gd->n_trans++;
-    gd->row_of[from] |= HASHED;
-}
-
-/* Give state `sid` a direct row for this walk (keeping the one it has): the
- * row of a state neither this walk nor the last used, or none (rows moving
- * between the states of walks that meet more states than there are rows
- * would cost more than they save). A state's steps go to its row while it
- * has one, else to the step table (a row's are dropped with it). */
-static void use_row(wisp_guide *gd, uint32_t sid) {
-    uint32_t r = gd->row_of[sid] & ~HASHED;
-    if (r) {
-        gd->row_used[r - 1] = gd->walk_no;
-        return;
-    }
-    if (gd->rows_taken == gd->walk_no) return;
-    for (uint32_t k = 0; k < gd->row_states; k++) {
-        uint32_t slot = gd->row_next;
-        gd->row_next = slot + 1 == gd->row_states ? 0 : slot + 1;
-        if (gd->row_used[slot] && gd->row_used[slot] + 1 >= gd->walk_no) continue; /* used by this walk or the last */
-        uint32_t owner = gd->row_owner[slot];
-        if (owner != DEAD) gd->row_of[owner] &= HASHED; /* its steps there are dropped (computed again if it comes back) */
-        memset(gd->rows + (size_t)slot * 256, 0, gd->n_classes * 4);
-        gd->row_owner[slot] = sid, gd->row_of[sid] |= slot + 1, gd->row_used[slot] = gd->walk_no;
-        return;
-    }
-    gd->rows_taken = gd->walk_no; /* every row serves a state of this walk or the last */
 }
 
 /* A remembered step from state `from` by `byte` (by its class: bytes of one
  * class step alike): 1 with *next set (DEAD: refused), 0 when not known yet
  * (*slot: where to remember it). */
-static int recall(wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t *next, uint32_t *slot) {
-    uint32_t cls = gd->byte_class[byte], r = gd->row_of[from] & ~HASHED;
-    if (r) {
-        uint32_t *v = gd->rows + (size_t)(r - 1) * 256 + cls;
-        if (!*v && (gd->row_of[from] & HASHED) && find_step(gd, step_key(from, cls), slot)) /* from before the row */
-            *v = gd->trans[2 * *slot + 1] == DEAD ? DEAD : gd->trans[2 * *slot + 1] + 1;
-        *next = *v == DEAD ? DEAD : *v - 1;
-        return *v != 0;
+static int recall(const wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t *next, uint32_t *slot) {
+    byte = gd->byte_class[byte];
+    if (from < gd->row_states) {
+        uint32_t v = gd->rows[(size_t)from * 256 + byte];
+        *next = v == DEAD ? DEAD : v - 1;
+        return v != 0;
     }
-    if (!find_step(gd, step_key(from, cls), slot)) return 0;
-    *next = gd->trans[2 * *slot + 1];
-    return 1;
+    uint32_t key = ((from << 8) | byte) + 1, tmask = gd->trans_cap - 1;
+    for (uint32_t i = (key * 0x9E3779B1u >> 7) & tmask;; i = (i + 1) & tmask) {
+        if (gd->trans_gen[i] != gd->walk_gen) {
+            *slot = i;
+            return 0;
+        }
+        if (gd->trans[2 * i] == key) {
+            *next = gd->trans[2 * i + 1];
+            return 1;
+        }
+    }
 }
 
-static void remember(wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t next, uint32_t slot) {
-    uint32_t cls = gd->byte_class[byte], r = gd->row_of[from] & ~HASHED;
-    if (r) gd->rows[(size_t)(r - 1) * 256 + cls] = next == DEAD ? DEAD : next + 1;
-    else store_step(gd, from, cls, next, slot);
+static void remember(wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t next, uint32_t slot, uint32_t *n_trans) {
+    byte = gd->byte_class[byte];
+    if (from < gd->row_states) {
+        gd->rows[(size_t)from * 256 + byte] = next == DEAD ? DEAD : next + 1;
+        return;
+    }
+    if (*n_trans >= gd->trans_cap / 2) return; /* past half full, steps are computed without remembering */
+    gd->trans[2 * slot] = ((from << 8) | byte) + 1, gd->trans[2 * slot + 1] = next;
+    gd->trans_gen[slot] = gd->walk_gen;
+    (*n_trans)++;
 }
 
 /* The state after `byte` from interned state `from` (DEAD: refused). */
-static wisp_status advance(wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t *next, wisp_error *err) {
+static wisp_status advance(wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t *next, uint32_t *n_trans, wisp_error *err) {
     uint32_t slot = 0;
     if (recall(gd, from, byte, next, &slot)) return WISP_OK;
-    wisp_matcher *m = &gd->m;
-    uint32_t top = m->sets_top, nodes = m->n_nodes, known = gd->n_states;
-    wisp_gstate f = gd->states[from], to;
-    gd->n_steps++;
-    wisp_status st = wisp_matcher_step_ids(m, gd->state_ids + f.off, f.n, byte, &to);
+    wisp_gstate to;
+    wisp_status st = wisp_matcher_step(&gd->m, gd->states[from], byte, &to);
     if (st) return st;
     *next = DEAD;
-    if (to.n && (*next = intern(gd, m->sets + to.off, to.n)) == FULL)
-        return wisp_fail(err, WISP_ERR_CAPACITY, "grammar: more than %u states (or %u of their node ids) in one mask",
-                         gd->max_states, gd->ids_cap);
-    /* the result is in the guide's store now. A refused step or a known state
-     * uses no node the step made (equal stacks are equal nodes, made before):
-     * those nodes are scaffolding, dropped so that they do not pile up */
-    if (gd->n_states == known) wisp_matcher_truncate(m, top, nodes);
-    else m->sets_top = top;
-    remember(gd, from, byte, *next, slot);
+    if (to.n) {
+        *next = intern(gd, to);
+        if (*next == DEAD) return wisp_fail(err, WISP_ERR_CAPACITY, "grammar: more than %u states in one mask", gd->max_states);
+    }
+    remember(gd, from, byte, *next, slot, n_trans);
     return WISP_OK;
 }
 
@@ -302,14 +238,15 @@ static wisp_status advance(wisp_guide *gd, uint32_t from, uint8_t byte, uint32_t
  * or back to itself when the length is not bounded). A group with a byte the
  * state cannot take is out without a step; the steps compared against the
  * successor are not interned (the walk may never need them). */
-static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, wisp_error *err, uint32_t *groups, uint32_t *succ) {
+static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, uint32_t *n_trans, wisp_error *err, uint32_t *groups,
+                                  uint32_t *succ) {
     wisp_matcher *m = &gd->m;
     if (gd->uniform[sid]) {
         *groups = gd->uniform[sid] & 0x7FFFFFFFu, *succ = gd->successor[sid];
         return WISP_OK;
     }
     uint8_t takes[32];
-    wisp_matcher_next_bytes_ids(m, gd->state_ids + gd->states[sid].off, gd->states[sid].n, takes);
+    wisp_matcher_next_bytes(m, gd->states[sid], takes);
     uint32_t candidates = 0, ruled_out = 0;
     int first = -1;
     for (int b = 0; b < 256; b++) {
@@ -324,7 +261,7 @@ static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, wisp_error *err,
     if (candidates & gd->trie->group['a']) first = 'a';
     uint32_t to_id = DEAD;
     if (first >= 0) {
-        wisp_status st = advance(gd, sid, (uint8_t)first, &to_id, err);
+        wisp_status st = advance(gd, sid, (uint8_t)first, &to_id, n_trans, err);
         if (st) return st;
         if (to_id == DEAD) candidates = 0;
     }
@@ -343,17 +280,16 @@ static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, wisp_error *err,
             continue;
         }
         uint32_t top = m->sets_top, nodes = m->n_nodes;
-        wisp_gstate to, from = gd->states[sid];
-        gd->n_steps++;
-        wisp_status st = wisp_matcher_step_ids(m, gd->state_ids + from.off, from.n, (uint8_t)b, &to);
+        wisp_gstate to;
+        wisp_status st = wisp_matcher_step(m, gd->states[sid], (uint8_t)b, &to);
         if (st) return st;
         bool same = false;
         if (to.n == target.n) {
             canonical(m->sets + to.off, to.n);
-            same = memcmp(m->sets + to.off, gd->state_ids + target.off, (size_t)to.n * 4) == 0;
+            same = memcmp(m->sets + to.off, m->sets + target.off, to.n * 4) == 0;
         }
         wisp_matcher_truncate(m, top, nodes); /* an equal state is made of nodes that existed before */
-        if (same) remember(gd, sid, (uint8_t)b, to_id, slot);
+        if (same) remember(gd, sid, (uint8_t)b, to_id, slot, n_trans);
         else candidates &= ~bit, other[c >> 5] |= 1u << (c & 31);
     }
     gd->uniform[sid] = candidates | 0x80000000u, gd->successor[sid] = to_id;
@@ -365,13 +301,13 @@ static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, wisp_error *err,
  * allowed: at each depth down to the deepest token, every byte group below
  * the node leads the state of that depth to one same successor, so all
  * paths go through the same (live) states. */
-static wisp_status whole_subtree(wisp_guide *gd, uint32_t i, uint32_t sid, wisp_error *err, bool *whole) {
+static wisp_status whole_subtree(wisp_guide *gd, uint32_t i, uint32_t sid, uint32_t *n_trans, wisp_error *err, bool *whole) {
     const wisp_token_trie *t = gd->trie;
     uint32_t need = t->below[i];
     *whole = false;
     for (uint32_t k = 0; k < t->height[i]; k++) {
         uint32_t groups, succ;
-        wisp_status st = uniform_groups(gd, sid, err, &groups, &succ);
+        wisp_status st = uniform_groups(gd, sid, n_trans, err, &groups, &succ);
         if (st) return st;
         if ((need & ~groups) || succ == DEAD) return WISP_OK;
         sid = succ;
@@ -385,13 +321,12 @@ static void allow_range(wisp_guide *gd, uint32_t first, uint32_t end) {
     for (uint32_t k = first; k < end; k++) gd->mask[sorted[k] >> 5] |= 1u << (sorted[k] & 31);
 }
 
-/* The full mask by walking the trie from the committed state (one attempt:
- * see walk_mask). Each trie edge costs one remembered step; a subtree where
- * every byte at each depth leads to one same state (inside a string:
- * everything but quotes, backslashes and UTF-8 sequences) is allowed whole,
- * so the walk descends only along the tokens that leave the string or
- * outrun its length. */
-static wisp_status walk(wisp_guide *gd, uint32_t *allowed_out, wisp_error *err) {
+/* The full mask by walking the trie from the committed state. Each trie edge
+ * costs one remembered step; a subtree where every byte at each depth leads
+ * to one same state (inside a string: everything but quotes, backslashes
+ * and UTF-8 sequences) is allowed whole, so the walk descends only along
+ * the tokens that leave the string or outrun its length. */
+static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
     const wisp_token_trie *t = gd->trie;
     wisp_matcher *m = &gd->m;
     memset(gd->mask, 0, mask_words(t) * 4);
@@ -401,23 +336,34 @@ static wisp_status walk(wisp_guide *gd, uint32_t *allowed_out, wisp_error *err) 
             gd->mask[t->eog[i] >> 5] |= 1u << (t->eog[i] & 31);
             allowed++;
         }
+    uint32_t base_top = m->sets_top, base_nodes = m->n_nodes;
+    if (++gd->walk_gen == 0) { /* wrapped: forget every entry for real, once in 2^32 walks */
+        memset(gd->state_gen, 0, 2 * (size_t)gd->max_states * 4);
+        memset(gd->trans_gen, 0, (size_t)gd->trans_cap * 4);
+        gd->walk_gen = 1;
+    }
+    gd->n_states = 0;
+    /* the committed state as state 0 (a copy, so that sorting it leaves the matcher alone) */
+    wisp_gstate root = {m->sets_top, m->cur.n};
+    if (m->sets_top + m->cur.n > m->sets_cap) {
+        wisp_fail(err, WISP_ERR_CAPACITY, "grammar: state store full");
+        return 0;
+    }
+    memcpy(m->sets + m->sets_top, m->sets + m->cur.off, m->cur.n * 4);
+    m->sets_top += m->cur.n;
     int d = 0;
-    gd->walk_state[0] = intern(gd, m->sets + m->cur.off, m->cur.n); /* the committed state (usually known already) */
-    if (gd->walk_state[0] == FULL)
-        return wisp_fail(err, WISP_ERR_CAPACITY, "grammar: no room for the committed state's %u node ids", m->cur.n);
-    if (++gd->walk_no == 0) gd->walk_no = 1; /* 0 marks a row no walk used */
-    use_row(gd, gd->walk_state[0]);
-    gd->walk_row[0] = gd->row_of[gd->walk_state[0]] & ~HASHED;
+    gd->walk_state[0] = intern(gd, root);
     gd->walk_end[0] = t->n_nodes;
+    wisp_status st = WISP_OK;
+    uint32_t n_trans = 0;
     for (uint32_t i = 1; i < t->n_nodes;) {
         while (i >= gd->walk_end[d]) d--; /* leave finished subtrees */
-        uint32_t next, from = gd->walk_state[d], r = gd->walk_row[d], row;
-        wisp_status st;
+        uint32_t next, from = gd->walk_state[d], row;
         /* the common case inline: a step already in a direct row */
-        if (r && (row = gd->rows[(size_t)(r - 1) * 256 + gd->byte_class[t->edge[i]]]) != 0)
+        if (from < gd->row_states && (row = gd->rows[(size_t)from * 256 + gd->byte_class[t->edge[i]]]) != 0)
             next = row == DEAD ? DEAD : row - 1;
-        else if ((st = advance(gd, from, t->edge[i], &next, err)))
-            return st;
+        else if ((st = advance(gd, from, t->edge[i], &next, &n_trans, err)))
+            break;
         if (next == DEAD) { /* refused: nothing below this node can follow either */
             i = t->skip[i];
             continue;
@@ -425,7 +371,7 @@ static wisp_status walk(wisp_guide *gd, uint32_t *allowed_out, wisp_error *err) 
         uint32_t end = t->skip[i];
         if (end - i > BULK_MIN) {
             bool whole;
-            if ((st = whole_subtree(gd, i, next, err, &whole))) return st;
+            if ((st = whole_subtree(gd, i, next, &n_trans, err, &whole))) break;
             if (whole) { /* the node and everything below it */
                 allow_range(gd, t->tok_first[i], t->tok_first[end]);
                 allowed += t->tok_first[end] - t->tok_first[i];
@@ -437,47 +383,17 @@ static wisp_status walk(wisp_guide *gd, uint32_t *allowed_out, wisp_error *err) 
         allow_range(gd, t->tok_first[i], t->tok_first[i] + t->tok_count[i]);
         allowed += t->tok_count[i];
         d++;
-        use_row(gd, next);
         gd->walk_state[d] = next;
-        gd->walk_row[d] = gd->row_of[next] & ~HASHED;
         gd->walk_end[d] = end;
         i++;
     }
-    *allowed_out = allowed;
-    return WISP_OK;
-}
-
-/* The full mask, walking with the states and steps earlier walks left (they
- * stay exact while the matcher's node ids do). Tables more than half full
- * are forgotten first, and node pools more than half full compacted (as a
- * commit would), so a walk starts with at least the room a new guide's has;
- * a limit hit while earlier walks' states fill the rest is not the
- * grammar's fault: they are forgotten, and the walk done again afresh. */
-static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
-    wisp_matcher *m = &gd->m;
-    if (gd->states_epoch == m->epoch && (gd->n_states > gd->max_states / 2 || gd->ids_top > gd->ids_cap / 2 ||
-                                         gd->n_trans >= gd->trans_cap / 2 || m->n_nodes > m->lim.max_nodes / 2)) {
-        forget(gd);
-        gd->n_evictions++;
-        if (wisp_matcher_commit(m, m->cur, err)) return 0; /* compacts the node pools when more than half full */
-    }
-    if (gd->states_epoch != m->epoch) forget(gd); /* node ids were renumbered: the states mean nothing now */
-    for (;;) {
-        bool fresh = gd->n_states == 0;
-        uint32_t top = m->sets_top, allowed = 0;
-        wisp_status st = walk(gd, &allowed, err);
-        m->sets_top = top; /* the walk's states are in the guide's store, and the nodes they use are kept */
-        if (!st) return allowed;
-        wisp_status failed = m->failed;
+    wisp_matcher_truncate(m, base_top, base_nodes);
+    if (st) {
+        if (m->failed) wisp_fail(err, m->failed, "%s", m->fail_msg);
         m->failed = WISP_OK;
-        if (fresh || st != WISP_ERR_CAPACITY) {
-            if (failed) wisp_fail(err, failed, "%s", m->fail_msg);
-            return 0;
-        }
-        gd->n_evictions++, gd->n_rewalks++;
-        if (wisp_matcher_commit(m, m->cur, err)) return 0; /* compacts the node pools when more than half full */
-        forget(gd);
+        return 0;
     }
+    return allowed;
 }
 
 /* The cache slot holding the committed state's mask, or -1; *n_key ids of the

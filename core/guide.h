@@ -56,39 +56,27 @@ typedef struct wisp_guide {
     const wisp_token_trie *trie;
     wisp_matcher m;
     uint32_t *mask;        /* [(n_vocab + 31) / 32] set by wisp_guide_mask */
-    /* depth-first walk: per trie depth, the state (an interned id), where its subtree ends
-     * and the state's direct row + 1 (0: none) */
-    uint32_t *walk_state, *walk_end, *walk_row;
-    /* states are interned (hash-consed nodes make equal states equal id sets) and each
-     * (state, byte) step is computed once, and both are kept from one mask to the next while
-     * the matcher's node ids stay valid (its epoch): in string contents the same few states
-     * recur at every depth, and inside a length-capped string the walk at position k+1 meets
-     * the states position k's walk built, so most trie edges cost one table lookup. When the
-     * tables are more than half full before a walk (or full during one), all is forgotten at
-     * once and the walk starts afresh (n_evictions) */
-    wisp_gstate *states;   /* [max_states] each state's node ids, in `state_ids` */
-    uint32_t *state_ids;   /* [ids_cap] the node ids of the interned states, sorted per state */
+    /* depth-first walk: per trie depth, the state (an interned id) and where its subtree ends */
+    uint32_t *walk_state, *walk_end;
+    /* within one walk, states are interned (hash-consed nodes make equal states equal id sets)
+     * and each (state, byte) step is computed once: in string contents the same few states
+     * recur at every depth, so most trie edges cost one table lookup */
+    wisp_gstate *states;   /* [max_states] */
     uint32_t *state_hash;  /* [max_states] */
     uint32_t *state_table; /* [2 x max_states] open addressing: state id + 1 */
-    uint32_t *state_gen;   /* [2 x max_states] the generation that wrote each entry (older ones count
-                            * as empty, so forgetting does not clear the tables) */
+    uint32_t *state_gen;   /* [2 x max_states] the walk that wrote each entry (older ones count as empty,
+                            * so a walk starts without clearing the tables) */
     uint32_t *trans;       /* [2 x trans_cap] (state << 8 | byte) + 1, then the next state (DEAD: refused) */
-    uint32_t *trans_gen;   /* [trans_cap] the generation that wrote each slot */
-    uint32_t *rows;        /* [row_states x 256] steps of states the walk uses, also as direct rows
-                            * (a copy of the step table's: 0 unknown, DEAD refused, else next state + 1) */
-    uint32_t *row_of;      /* [max_states] each state's row + 1 (0: none) */
-    uint32_t *row_owner;   /* [row_states] the state holding each row (DEAD: none) */
-    uint32_t *row_used;    /* [row_states] the walk that last used each row */
+    uint32_t *trans_gen;   /* [trans_cap] the walk that wrote each slot */
+    uint32_t *rows;        /* [row_states x 256] the steps of the first states as direct rows:
+                            * 0 unknown, DEAD refused, else next state + 1 */
     uint32_t *uniform;     /* [max_states] byte groups whose every byte leads the state to one same
                             * successor (bit 31: known); inside a string, every plain character */
     uint32_t *successor;   /* [max_states] that successor */
     uint8_t *byte_class;   /* [256] bytes every byte set of the grammar treats alike share a class, so
                             * they step every state alike: steps are remembered per class */
     uint32_t n_classes;
-    uint32_t n_states, max_states, trans_cap, row_states, gen;
-    uint32_t ids_top, ids_cap, n_trans;
-    uint32_t walk_no, row_next, rows_taken; /* walks so far; the next row to offer; the walk that took every row */
-    uint32_t states_epoch; /* the matcher's epoch the interned states belong to */
+    uint32_t n_states, max_states, trans_cap, row_states, walk_gen;
     /* masks of recent committed states, keyed by their sorted node ids (valid while the
      * matcher's epoch stays the same): inside a JSON string or a repeated item the same
      * state comes back token after token, and its mask is then a copy, not a walk */
@@ -101,9 +89,6 @@ typedef struct wisp_guide {
     uint64_t n_checks, n_masks, n_forced; /* what the stage did (for statistics) */
     uint64_t n_cache_hits; /* masks copied from the cache */
     uint64_t n_bulk;       /* trie subtrees allowed whole, without walking them */
-    uint64_t n_steps;      /* matcher steps the walks computed (the rest were remembered) */
-    uint64_t n_evictions;  /* interned states and steps forgotten because the tables filled */
-    uint64_t n_rewalks;    /* of which during a walk, done again afresh */
 } wisp_guide;
 
 /* Exact bytes wisp_guide_init carves (part "grammar"), for a compiled grammar. */
