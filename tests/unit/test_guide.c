@@ -4,13 +4,16 @@
  * full mask equals asking token by token, end tokens are allowed exactly
  * where the grammar may end, forced tokens are allowed ones; and a seeded
  * sampler with the guide attached only ever produces accepted text, the same
- * for the same seed. */
+ * for the same seed; along a long length-capped string (a grammar state per
+ * character) a guide gives, at every step, the mask a freshly set up guide
+ * gives, with the default tables, tiny walk tables and tiny node pools. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "gguf.h"
 #include "guide.h"
+#include "json_schema.h"
 #include "sampler.h"
 
 static wisp_tokenizer tok;
@@ -127,6 +130,104 @@ static void test_cache(void) {
     CHECK(n.gd.m.epoch > epoch0 + 2, "tiny pools: the matcher compacted (epoch %u -> %u)", epoch0, n.gd.m.epoch);
 }
 
+/* A guide that has just been set up, taken through tokens `ids` (into `mem`). */
+static bool fresh_guide(wisp_guide *gd, const wisp_grammar *g, void *mem, size_t bytes, const int32_t *ids, int n) {
+    wisp_matcher_limits lim = wisp_matcher_limits_default();
+    wisp_arena a;
+    wisp_arena_init(&a, mem, bytes);
+    wisp_error err;
+    if (wisp_guide_init(gd, &trie, g, &lim, &a, &err)) return false;
+    for (int i = 0; i < n; i++)
+        if (wisp_guide_accept(gd, ids[i], &err)) return false;
+    return true;
+}
+
+/* Walk `b` through its grammar choosing tokens from its own masks (seeded;
+ * tokens without quotes or backslashes first, so strings run to their length
+ * cap) and compare every mask with a freshly set up guide's at the same
+ * point: whatever the guide carries from earlier masks (its mask cache, its
+ * matcher's nodes) must change nothing. `text` gets what was generated. */
+static void compare_with_fresh(built *b, uint64_t seed, const char *name, char *text, size_t cap) {
+    wisp_error err = {0};
+    wisp_matcher_limits lim = wisp_matcher_limits_default();
+    size_t bytes = wisp_guide_plan(&trie, b->g, &lim);
+    void *mem = keep(malloc(bytes));
+    int32_t ids[400], pick[512];
+    int n = 0, differ = 0;
+    size_t len = 0;
+    REQUIRE(mem && wisp_guide_reset(&b->gd, &err) == WISP_OK, "%s: reset: %s", name, err.message);
+    while (n < 400 && !wisp_guide_done(&b->gd)) {
+        uint32_t allowed = wisp_guide_mask(&b->gd, &err);
+        REQUIRE(allowed > 0, "%s, token %d: nothing allowed: %s", name, n, err.message);
+        wisp_guide fresh;
+        REQUIRE(fresh_guide(&fresh, b->g, mem, bytes, ids, n), "%s, token %d: fresh guide", name, n);
+        uint32_t fresh_allowed = wisp_guide_mask(&fresh, &err);
+        if (fresh_allowed != allowed || memcmp(fresh.mask, b->gd.mask, ((size_t)trie.n_vocab + 31) / 32 * 4) != 0) differ++;
+        int n_pick = 0;
+        for (int pass = 0; pass < 2 && n_pick == 0; pass++)
+            for (int32_t id = 0; id < trie.n_vocab; id++) {
+                if (!((b->gd.mask[id >> 5] >> (id & 31)) & 1u)) continue;
+                char piece[64];
+                size_t plen = wisp_token_piece(&tok, id, piece, sizeof piece - 1);
+                if (pass == 0 && (plen == 0 || memchr(piece, '"', plen) || memchr(piece, '\\', plen))) continue;
+                pick[n_pick++] = id;
+            }
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        ids[n] = pick[(seed >> 33) % (uint64_t)n_pick];
+        REQUIRE(wisp_guide_accept(&b->gd, ids[n], &err) == WISP_OK, "%s, token %d: %s", name, n, err.message);
+        len += wisp_token_piece(&tok, ids[n], text + len, cap - 1 - len);
+        n++;
+    }
+    CHECK(wisp_guide_done(&b->gd), "%s: the grammar completes in %d tokens", name, n);
+    text[len] = 0;
+    CHECK(differ == 0, "%s: %d of %d masks differ from a fresh guide's", name, differ, n);
+}
+
+/* Characters of the string that opens at `quote` (UTF-8 continuation bytes do not count), -1: none. */
+static int string_chars(const char *quote) {
+    if (!quote || *quote != '"') return -1;
+    int n = 0;
+    for (const char *p = quote + 1; *p && *p != '"'; p++) n += ((unsigned char)*p & 0xC0) != 0x80;
+    return n;
+}
+
+static void test_same_as_fresh(void) {
+    /* a long length-capped string: every character position is a grammar state of its own */
+    const char *schema = "{\"type\": \"object\", \"properties\": {\"note\": {\"type\": \"string\", \"maxLength\": 150}, "
+                         "\"n\": {\"type\": \"integer\"}}, \"required\": [\"note\", \"n\"], \"additionalProperties\": false}";
+    wisp_error err;
+    wisp_json j;
+    wisp_json_node nodes[64];
+    REQUIRE(wisp_json_parse(&j, schema, strlen(schema), nodes, 64, NULL, &err) == WISP_OK, "schema: %s", err.message);
+    static char gbnf[1 << 16], text[4096];
+    size_t len;
+    REQUIRE(wisp_json_schema_to_gbnf(&j, gbnf, sizeof gbnf, &len, &err) == WISP_OK, "schema: %s", err.message);
+    built b;
+    REQUIRE(build(&b, gbnf), "schema grammar");
+    compare_with_fresh(&b, 1, "default tables", text, sizeof text);
+    const char *note = strstr(text, "\"note\"");
+    CHECK(note && string_chars(strchr(note + 6, '"')) == 150, "default tables: the string ran to its cap in %s", text);
+
+    /* walk tables of 32 states (a walk into the string meets 19) */
+    wisp_matcher_limits lim = wisp_matcher_limits_default();
+    lim.walk_states = 32, lim.walk_steps = 1024;
+    const char *spaced = "jchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )\n"
+                         "root ::= [ ]{0,14} \"\\\"\" jchar{0,150} \"\\\"\"\n";
+    built tiny;
+    REQUIRE(build_limited(&tiny, spaced, lim), "spaces and a string, 32 states");
+    compare_with_fresh(&tiny, 2, "32 states", text, sizeof text);
+    CHECK(string_chars(strchr(text, '"')) == 150, "32 states: the string ran to its cap in %s", text);
+    /* node pools so small that the matcher compacts (renumbers its nodes) again and again */
+    lim = wisp_matcher_limits_default();
+    lim.max_nodes = 256;
+    REQUIRE(build_limited(&tiny, gbnf, lim), "schema grammar, 256 nodes");
+    uint32_t epoch0 = tiny.gd.m.epoch;
+    compare_with_fresh(&tiny, 3, "256 nodes", text, sizeof text);
+    note = strstr(text, "\"note\"");
+    CHECK(note && string_chars(strchr(note + 6, '"')) == 150, "256 nodes: the string ran to its cap in %s", text);
+    CHECK(tiny.gd.m.epoch > epoch0 + 3, "256 nodes: matcher epochs %u -> %u", epoch0, tiny.gd.m.epoch);
+}
+
 static void test_walk(void) {
     built b;
     REQUIRE(build(&b, "root ::= \"Once\" ( \" upon a time\" | \" there\" ) [a-z ,.]{1,40} \"!\"\n"), "grammar");
@@ -201,6 +302,7 @@ int main(void) {
     }
     test_walk();
     test_cache();
+    test_same_as_fresh();
     test_sampling();
     for (int i = 0; i < n_allocs; i++) free(allocs[i]);
     return check_report("test_guide");
