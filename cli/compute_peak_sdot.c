@@ -3,14 +3,7 @@
  * for Armv8.2-A+dotprod as simd/neon_dotprod.c is, in a file of its own so
  * the rest of the CLI still runs on cores without it. compute_peak.c calls
  * it only for that level, which dispatch.c picks only when the CPU has it. */
-#if defined(__aarch64__)
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("dotprod"))), apply_to = function)
-#else
-#pragma GCC target("arch=armv8.2-a+dotprod")
-#endif
-#define VEC128_DOTPROD 1
-#endif
+#include "dotprod_target_begin.h"
 
 #include "compute_peak.h"
 #include "vec128.h"
@@ -39,6 +32,4 @@ double cli_peak_int8_sdot(uint64_t n, const void *seed, uint32_t *sink) {
 }
 #endif
 
-#if defined(__aarch64__) && defined(__clang__)
-#pragma clang attribute pop
-#endif
+#include "dotprod_target_end.h"
