@@ -244,6 +244,10 @@ INL void dec_transpose_lanes(const vf w[8], vf u[8]) {
 
 #include "x86_decode.inc"
 
+/* ---- K-quant decode (x86_kdecode.inc: AVX2 instructions at both levels) ------------------- */
+
+#include "x86_kdecode.inc"
+
 /* ---- shared by the float kernels below ------------------------------------------------- */
 
 INL float hsum8(__m256 v) {

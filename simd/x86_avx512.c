@@ -276,6 +276,10 @@ INL_DEC void dec_transpose_lanes(const vf w[16], vf u[16]) {
 
 #include "x86_decode.inc"
 
+/* ---- K-quant decode (x86_kdecode.inc: AVX2 instructions at both levels) ------------------- */
+
+#include "x86_kdecode.inc"
+
 /* ---- packed Q4_0 / Q8_0 (x86_packed.inc) ------------------------------------------------ */
 
 #include "x86_packed.inc"
