@@ -246,6 +246,8 @@ INL void dec_transpose_lanes(const vf w[8], vf u[8]) {
 
 /* ---- K-quant decode (x86_kdecode.inc: AVX2 instructions at both levels) ------------------- */
 
+INL __m256i kdec_madd_add(__m256i acc, __m256i a, __m256i b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+
 #include "x86_kdecode.inc"
 
 /* ---- shared by the float kernels below ------------------------------------------------- */

@@ -278,6 +278,8 @@ INL_DEC void dec_transpose_lanes(const vf w[16], vf u[16]) {
 
 /* ---- K-quant decode (x86_kdecode.inc: AVX2 instructions at both levels) ------------------- */
 
+INL __m256i kdec_madd_add(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_epi32(acc, a, b); }
+
 #include "x86_kdecode.inc"
 
 /* ---- packed Q4_0 / Q8_0 (x86_packed.inc) ------------------------------------------------ */
