@@ -11,7 +11,7 @@
  * overflow before widening), and the two 8-bit types (Q8_0, IQ4_NL) stay
  * signed and use the sign trick, |w| times a * sign(w), whose pair sums
  * stay within int16 for activations in [-127, 127]. Decode of Q4_0 and
- * Q8_0 is x86_decode.inc. */
+ * Q8_0 is x86_decode.inc, of Q5_K and Q6_K x86_kdecode.inc. */
 #include "x86.h"
 
 #if WISP_HAVE_X86

@@ -7,7 +7,8 @@
  * for the four-byte dots, and the signed 8-bit types offset by 128.
  * Decode of Q4_0 and Q8_0 is x86_decode.inc, with AVX512_VBMI's byte
  * permutes when the CPU has them; with packed weights (x86_packed.inc)
- * every batch size takes them without permutes. */
+ * every batch size takes them without permutes. Decode of Q5_K and Q6_K
+ * is x86_kdecode.inc (256-bit, with VPDPWSSD). */
 #include "x86.h"
 
 #if WISP_HAVE_X86

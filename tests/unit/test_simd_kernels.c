@@ -9,9 +9,10 @@
  * target: the reference's arithmetic is the platform's). Prints the table of
  * levels x checks.
  *
- * Then x86's K-quant decode path (simd/x86_kdecode.inc), at every row
- * length it takes, which the shared library (sized for a Cortex-M's RAM)
- * cannot reach: see check_k_decode. */
+ * Then one activation row (decode) of Q4_K, Q5_K and Q6_K at every row
+ * length of x86's K-quant decode path (simd/x86_kdecode.inc: Q5_K, Q6_K;
+ * Q4_K takes the group kernels), which the shared library (sized for a
+ * Cortex-M's RAM) cannot reach: see check_k_decode. */
 #include "check.h"
 #include "cpu_features.h"
 #include "kernel_levels.h"
@@ -20,10 +21,10 @@
 
 #include <string.h>
 
-/* Rows of 1..64 super-blocks with one activation row take the decode path,
- * 65 and longer the group kernels: every length up to 65, bit for bit
- * against the reference dot (quant_k.c, whose float order is the
- * contract), for 1, 7, 8 and 19 rows (partial and whole 8-row groups), on
+/* Q5_K/Q6_K rows of 1..64 super-blocks with one activation row take the
+ * decode path, 65 and longer (and Q4_K) the group kernels: every length up
+ * to 65, bit for bit against the reference dot (quant_k.c, whose float
+ * order is the contract), for 1, 7, 8 and 19 rows (partial and whole 8-row groups), on
  * rows split at 3 and 11, with weights and activations 0..3 bytes off
  * alignment. Weight patterns: quantized Gaussian rows, random bytes (every
  * scale, min and level pattern), all 0xff (the largest levels, scales and
@@ -129,7 +130,7 @@ static void check_k_decode(const wisp_cpu_features *cpu, const char *level) {
     check_k_decode_type(k, level, WISP_TYPE_Q4_K, wisp_dot_q4_K_q8_K, WISP_Q4_K_BYTES);
     check_k_decode_type(k, level, WISP_TYPE_Q5_K, wisp_dot_q5_K_q8_K, WISP_Q5_K_BYTES);
     check_k_decode_type(k, level, WISP_TYPE_Q6_K, wisp_dot_q6_K_q8_K, WISP_Q6_K_BYTES);
-    printf("%s K-quant decode, 1..%d super-blocks: %d checks, %d failed\n", level, KD_LONGEST, check_count - before,
+    printf("%s Q4_K/Q5_K/Q6_K decode, 1..%d super-blocks: %d checks, %d failed\n", level, KD_LONGEST, check_count - before,
            check_failures - failed);
 }
 
