@@ -11,9 +11,12 @@
  *    reference's own operations in its order, one row per vector lane, never
  *    fused (the decode path for Q4_0/Q8_0, x86_decode.inc, forms the
  *    per-block terms a chunk of one row at a time, then adds them to one row
- *    per lane, still in order; AVX-512's packed Q4_0/Q8_0, x86_packed.inc,
- *    has one row per lane from the start). So any row split, tile shape,
- *    batch size or weight layout gives the same bits;
+ *    per lane, still in order; the decode path for Q5_K/Q6_K,
+ *    x86_kdecode.inc, sums each row's super-block in exact integers,
+ *    reduces 8 rows' sums to one row per lane, then takes the float steps
+ *    super-block after super-block; AVX-512's packed Q4_0/Q8_0,
+ *    x86_packed.inc, has one row per lane from the start). So any row split,
+ *    tile shape, batch size or weight layout gives the same bits;
  *  - activation quantization (Q8_0, Q8_1, Q8_K), axpy, scale and the
  *    F16/BF16 conversions: bit for bit;
  *  - F32/F16/BF16 matmuls and the dot products sum in another order (one

@@ -11,7 +11,7 @@
  * overflow before widening), and the two 8-bit types (Q8_0, IQ4_NL) stay
  * signed and use the sign trick, |w| times a * sign(w), whose pair sums
  * stay within int16 for activations in [-127, 127]. Decode of Q4_0 and
- * Q8_0 is x86_decode.inc. */
+ * Q8_0 is x86_decode.inc, of Q5_K and Q6_K x86_kdecode.inc. */
 #include "x86.h"
 
 #if WISP_HAVE_X86
@@ -243,6 +243,12 @@ INL void dec_transpose_lanes(const vf w[8], vf u[8]) {
 }
 
 #include "x86_decode.inc"
+
+/* ---- K-quant decode (x86_kdecode.inc: AVX2 instructions at both levels) ------------------- */
+
+INL __m256i kdec_madd_add(__m256i acc, __m256i a, __m256i b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+
+#include "x86_kdecode.inc"
 
 /* ---- shared by the float kernels below ------------------------------------------------- */
 

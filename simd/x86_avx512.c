@@ -7,7 +7,8 @@
  * for the four-byte dots, and the signed 8-bit types offset by 128.
  * Decode of Q4_0 and Q8_0 is x86_decode.inc, with AVX512_VBMI's byte
  * permutes when the CPU has them; with packed weights (x86_packed.inc)
- * every batch size takes them without permutes. */
+ * every batch size takes them without permutes. Decode of Q5_K and Q6_K
+ * is x86_kdecode.inc (256-bit, with VPDPWSSD). */
 #include "x86.h"
 
 #if WISP_HAVE_X86
@@ -275,6 +276,12 @@ INL_DEC void dec_transpose_lanes(const vf w[16], vf u[16]) {
 }
 
 #include "x86_decode.inc"
+
+/* ---- K-quant decode (x86_kdecode.inc: AVX2 instructions at both levels) ------------------- */
+
+INL __m256i kdec_madd_add(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_epi32(acc, a, b); }
+
+#include "x86_kdecode.inc"
 
 /* ---- packed Q4_0 / Q8_0 (x86_packed.inc) ------------------------------------------------ */
 

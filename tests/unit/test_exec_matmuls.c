@@ -5,8 +5,9 @@
  *    runs them backwards), so that pieces straddle the weights' boundaries;
  *  - for decode (1 token) and prefill (7 tokens) batches;
  *  - for weights whose activations are converted alike (Q4_0 with Q8_0;
- *    Q4_K with Q6_K; F16 with F32) and for a mix that is not (Q4_0 with
- *    Q4_K), which falls back to one job each;
+ *    Q4_K with Q6_K; Q5_K with Q6_K, which x86 decodes in place; F16 with
+ *    F32) and for a mix that is not (Q4_0 with Q4_K), which falls back to
+ *    one job each;
  *  - with row counts that are not multiples of the 16-row groups. */
 #include "check.h"
 #include "exec.h"
@@ -108,6 +109,8 @@ static void check_kernels(const char *level, const wisp_kernels *k) {
     check_set(label, k, (const int[]){WISP_TYPE_Q8_0, WISP_TYPE_Q4_0}, (const int32_t[]){37, 50}, 2);
     snprintf(label, sizeof label, "%s, Q4_K + Q6_K + Q4_K", level);
     check_set(label, k, (const int[]){WISP_TYPE_Q4_K, WISP_TYPE_Q6_K, WISP_TYPE_Q4_K}, (const int32_t[]){33, 16, 9}, 3);
+    snprintf(label, sizeof label, "%s, Q5_K + Q6_K + Q5_K", level);
+    check_set(label, k, (const int[]){WISP_TYPE_Q5_K, WISP_TYPE_Q6_K, WISP_TYPE_Q5_K}, (const int32_t[]){31, 9, 15}, 3);
     snprintf(label, sizeof label, "%s, F16 + F32", level);
     check_set(label, k, (const int[]){WISP_TYPE_F16, WISP_TYPE_F32}, (const int32_t[]){20, 13}, 2);
     snprintf(label, sizeof label, "%s, Q4_0 + Q4_K (converted apart)", level);
