@@ -12,7 +12,7 @@
 set -euo pipefail
 
 packages=(
-  make gcc clang-14 lld-14 libclang-rt-14-dev
+  make gcc clang clang-14 lld-14 libclang-rt-14-dev
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user
   emscripten wasi-libc libclang-rt-14-dev-wasm32 wabt llvm-14
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
