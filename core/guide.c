@@ -48,6 +48,7 @@ static size_t guide_arrays(const wisp_token_trie *t, const wisp_matcher_limits *
         {(void **)(gd ? &gd->byte_class : NULL), 256},
         {(void **)(gd ? &gd->uniform : NULL), n_states * 4},
         {(void **)(gd ? &gd->successor : NULL), n_states * 4},
+        {(void **)(gd ? &gd->taken : NULL), n_states * 4},
         {(void **)(gd ? &gd->cache_mask : NULL), CACHE_SLOTS * mask_words(t) * 4},
         {(void **)(gd ? &gd->cache_key : NULL), CACHE_SLOTS * CACHE_KEY_MAX * 4},
         {(void **)(gd ? &gd->cache_info : NULL), CACHE_SLOTS * 4 * 4},
@@ -254,6 +255,7 @@ static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, uint32_t *n_tran
         if ((takes[b >> 3] >> (b & 7)) & 1) candidates |= bit;
         else ruled_out |= bit;
     }
+    gd->taken[sid] = candidates;
     candidates &= ~ruled_out;
     /* the successor: a letter's when letters are candidates (the largest plain group), else the first candidate's */
     for (int b = 0; b < 256 && first < 0; b++)
@@ -297,28 +299,71 @@ static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, uint32_t *n_tran
     return WISP_OK;
 }
 
-/* True when every token below trie node i (entered in state `sid`) is
- * allowed: at each depth down to the deepest token, every byte group below
- * the node leads the state of that depth to one same successor, so all
- * paths go through the same (live) states. */
-static wisp_status whole_subtree(wisp_guide *gd, uint32_t i, uint32_t sid, uint32_t *n_trans, wisp_error *err, bool *whole) {
+/* How many edges below trie node i (entered in state `sid`) every token is
+ * allowed for, when that is exact: at each depth down to it, every byte group
+ * below the node leads the state of that depth to one same successor (so all
+ * paths go through the same live states), and the state there refuses every
+ * byte of those groups, so that each longer token is refused. *fits is then
+ * that depth (the whole subtree when it reaches the deepest token), else -1:
+ * the walk must descend. Inside a length-capped string this is the number of
+ * characters left, and only tokens that outrun it are refused. */
+static wisp_status fitting_depth(wisp_guide *gd, uint32_t i, uint32_t sid, uint32_t *n_trans, wisp_error *err, int *fits) {
     const wisp_token_trie *t = gd->trie;
     uint32_t need = t->below[i];
-    *whole = false;
+    *fits = -1;
     for (uint32_t k = 0; k < t->height[i]; k++) {
         uint32_t groups, succ;
         wisp_status st = uniform_groups(gd, sid, n_trans, err, &groups, &succ);
         if (st) return st;
-        if ((need & ~groups) || succ == DEAD) return WISP_OK;
+        if ((need & ~groups) || succ == DEAD) {
+            if (!(gd->taken[sid] & need)) *fits = (int)k; /* uniform_groups knows what the state takes */
+            return WISP_OK;
+        }
         sid = succ;
     }
-    *whole = t->height[i] < 255;
+    if (t->height[i] < 255) *fits = t->height[i];
     return WISP_OK;
 }
 
 static void allow_range(wisp_guide *gd, uint32_t first, uint32_t end) {
     const int32_t *sorted = gd->trie->sorted;
     for (uint32_t k = first; k < end; k++) gd->mask[sorted[k] >> 5] |= 1u << (sorted[k] & 31);
+}
+
+/* Allow the tokens of trie node i and of its subtree down to `fits` edges
+ * below it (see fitting_depth); `ends`: room for a stack of `fits` entries.
+ * A node whose deepest token fits is allowed whole; below `fits`, nothing is
+ * visited. Returns how many tokens. */
+static uint32_t allow_fitting(wisp_guide *gd, uint32_t i, uint32_t fits, uint32_t *ends) {
+    const wisp_token_trie *t = gd->trie;
+    uint32_t end = t->skip[i], allowed;
+    if (t->height[i] <= fits) {
+        allow_range(gd, t->tok_first[i], t->tok_first[end]);
+        return t->tok_first[end] - t->tok_first[i];
+    }
+    allow_range(gd, t->tok_first[i], t->tok_first[i] + t->tok_count[i]);
+    allowed = t->tok_count[i];
+    if (fits == 0) return allowed;
+    uint32_t depth = 0; /* ends[depth - 1]: where the subtree of the node at that depth below i ends */
+    for (uint32_t j = i + 1; j < end;) {
+        while (depth && j >= ends[depth - 1]) depth--;
+        uint32_t below_i = depth + 1, after = t->skip[j];
+        if (t->height[j] + below_i <= fits) { /* all of it fits */
+            allow_range(gd, t->tok_first[j], t->tok_first[after]);
+            allowed += t->tok_first[after] - t->tok_first[j];
+            j = after;
+            continue;
+        }
+        allow_range(gd, t->tok_first[j], t->tok_first[j] + t->tok_count[j]);
+        allowed += t->tok_count[j];
+        if (below_i == fits) { /* everything below is too long */
+            j = after;
+            continue;
+        }
+        ends[depth++] = after;
+        j++;
+    }
+    return allowed;
 }
 
 /* The full mask by walking the trie from the committed state. Each trie edge
@@ -370,12 +415,12 @@ static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
         }
         uint32_t end = t->skip[i];
         if (end - i > BULK_MIN) {
-            bool whole;
-            if ((st = whole_subtree(gd, i, next, &n_trans, err, &whole))) break;
-            if (whole) { /* the node and everything below it */
-                allow_range(gd, t->tok_first[i], t->tok_first[end]);
-                allowed += t->tok_first[end] - t->tok_first[i];
+            int fits;
+            if ((st = fitting_depth(gd, i, next, &n_trans, err, &fits))) break;
+            if (fits >= 0) { /* the node and everything below it that fits (the rest is refused) */
+                allowed += allow_fitting(gd, i, (uint32_t)fits, gd->walk_end + d + 1);
                 gd->n_bulk++;
+                gd->n_fitting += fits < t->height[i];
                 i = end;
                 continue;
             }

@@ -73,6 +73,8 @@ typedef struct wisp_guide {
     uint32_t *uniform;     /* [max_states] byte groups whose every byte leads the state to one same
                             * successor (bit 31: known); inside a string, every plain character */
     uint32_t *successor;   /* [max_states] that successor */
+    uint32_t *taken;       /* [max_states] byte groups with a byte the state takes (set with `uniform`):
+                            * a subtree whose groups are all out ends there */
     uint8_t *byte_class;   /* [256] bytes every byte set of the grammar treats alike share a class, so
                             * they step every state alike: steps are remembered per class */
     uint32_t n_classes;
@@ -88,7 +90,8 @@ typedef struct wisp_guide {
     wisp_error error;      /* why the sampler stage returned -1 */
     uint64_t n_checks, n_masks, n_forced; /* what the stage did (for statistics) */
     uint64_t n_cache_hits; /* masks copied from the cache */
-    uint64_t n_bulk;       /* trie subtrees allowed whole, without walking them */
+    uint64_t n_bulk;       /* trie subtrees settled without matcher steps: allowed whole, or */
+    uint64_t n_fitting;    /* allowed down to a depth and refused below it (inside a length-capped string) */
 } wisp_guide;
 
 /* Exact bytes wisp_guide_init carves (part "grammar"), for a compiled grammar. */
