@@ -369,7 +369,8 @@ static wisp_status fitting_depth(wisp_guide *gd, uint32_t i, uint32_t sid, uint3
     *fits = -1;
     bool completed = false, big = t->skip[i] - i >= CHARS_MIN && t->edge[i] >= 0x80;
     if (!room_for_chars(gd)) chars = false, plain = need;
-    if (multi && valid && !chars && room_for_chars(gd) && (big || gd->completes[sid])) { /* inside a character: complete it first (any decoder state the subtree reads from) */
+    /* inside a character: complete it first (from any decoder state the subtree reads validly from) */
+    if (multi && valid && !chars && room_for_chars(gd) && (big || gd->completes[sid])) {
         int q = 1;
         while (!(valid & (WISP_TRIE_UTF8_BOUNDARY << q))) q++;
         uint32_t done = ANY_STATE, known = gd->completes[sid];
@@ -391,7 +392,8 @@ static wisp_status fitting_depth(wisp_guide *gd, uint32_t i, uint32_t sid, uint3
         if (st) return st;
         bool same = !(plain & ~groups) && succ != DEAD;
         if (same && chars) {
-            /* per lead length present below: uniform bit 24 + 2 x length index known, the next bit: leads where plain ones do */
+            /* per lead length present below (2, 3, 4 bytes): uniform bit 24, 26, 28 known, the bit above
+             * set when every character of that length leads where plain ones do */
             static const uint8_t first_lead[3] = {0xC0, 0xE0, 0xF0};
             for (int len = 0; len < 3 && same; len++) {
                 uint32_t lead = t->group[first_lead[len]], known = 1u << (24 + 2 * len);
@@ -462,10 +464,11 @@ static uint32_t allow_fitting(wisp_guide *gd, uint32_t i, uint32_t fits, uint32_
 }
 
 /* The full mask by walking the trie from the committed state. Each trie edge
- * costs one remembered step; a subtree where every byte at each depth leads
- * to one same state (inside a string: everything but quotes, backslashes
- * and UTF-8 sequences) is allowed whole, so the walk descends only along
- * the tokens that leave the string or outrun its length. */
+ * costs one remembered step; a subtree where every character at each depth
+ * leads to one same state (inside a string: everything but quotes and
+ * backslashes) is allowed whole, and inside a length-capped string one is
+ * allowed down to the characters left, so the walk descends only along the
+ * tokens that leave the string. */
 static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
     const wisp_token_trie *t = gd->trie;
     wisp_matcher *m = &gd->m;

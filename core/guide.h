@@ -4,7 +4,11 @@
  * their bytes; each trie node knows where its subtree ends), so the tokens
  * a grammar state allows are found by walking the trie depth-first, taking
  * one matcher step per trie edge and skipping a whole subtree the moment its
- * first byte is refused. Tokens sharing a prefix share those steps.
+ * first byte is refused. Tokens sharing a prefix share those steps. A subtree
+ * whose every character leads each depth's state to one same state is
+ * allowed without walking it (per node the trie keeps the byte groups, depth,
+ * character depth and UTF-8 validity below it), and one that outruns a
+ * length cap is allowed down to the cap without visiting what is refused.
  *
  * A guide (trie + matcher + mask) is a sampler stage: the sampler draws as
  * usual, asks the guide whether that token may follow (a few matcher steps),
