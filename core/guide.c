@@ -356,18 +356,19 @@ static bool room_for_chars(const wisp_guide *gd) {
  * that depth (the whole subtree when it reaches the deepest token), else -1:
  * the walk must descend. Inside a length-capped string this is the number of
  * characters left, and only tokens that outrun it are refused. A subtree of
- * valid UTF-8 (from between characters) counts characters instead: a state
- * where every multi-byte character leads where plain ones do keeps it whole
- * (depth then counts characters, so it is cut short only at depth 0); from
- * inside a character, when every way to complete it leads to one state. */
-static wisp_status fitting_depth(wisp_guide *gd, uint32_t i, uint32_t sid, uint32_t *n_trans, wisp_error *err, int *fits) {
+ * valid UTF-8 (from between characters) counts characters instead (then
+ * *by_chars): a state where every multi-byte character leads where plain ones
+ * do keeps it whole; from inside a character, when every way to complete it
+ * leads to one state (the completing bytes start no character). */
+static wisp_status fitting_depth(wisp_guide *gd, uint32_t i, uint32_t sid, uint32_t *n_trans, wisp_error *err, int *fits,
+                                 bool *by_chars) {
     const wisp_token_trie *t = gd->trie;
     uint32_t need = t->below[i] & ~WISP_TRIE_UTF8_ALL,
              multi = need & (t->group[0x80] | t->group[0xC0] | t->group[0xE0] | t->group[0xF0]);
     bool chars = multi && (t->below[i] & WISP_TRIE_UTF8_BOUNDARY);
     uint32_t plain = chars ? need & ~multi : need, valid = t->below[i] & WISP_TRIE_UTF8_ALL;
-    *fits = -1;
-    bool completed = false, big = t->skip[i] - i >= CHARS_MIN && t->edge[i] >= 0x80;
+    *fits = -1, *by_chars = false;
+    bool big = t->skip[i] - i >= CHARS_MIN && t->edge[i] >= 0x80;
     if (!room_for_chars(gd)) chars = false, plain = need;
     /* inside a character: complete it first (from any decoder state the subtree reads validly from) */
     if (multi && valid && !chars && room_for_chars(gd) && (big || gd->completes[sid])) {
@@ -383,7 +384,7 @@ static wisp_status fitting_depth(wisp_guide *gd, uint32_t i, uint32_t sid, uint3
             ok = ok && done != ANY_STATE;
             gd->completes[sid] = (uint32_t)q << 28 | (ok ? done + 1 : 0);
         }
-        if (ok) chars = completed = true, plain = need & ~multi, sid = done;
+        if (ok) chars = true, plain = need & ~multi, sid = done;
     }
     uint32_t depth = chars ? t->char_height[i] : t->height[i];
     for (uint32_t k = 0; k < depth; k++) {
@@ -413,7 +414,7 @@ static wisp_status fitting_depth(wisp_guide *gd, uint32_t i, uint32_t sid, uint3
         }
         if (!same) {
             /* uniform_groups knows what the state takes */
-            if (!(gd->taken[sid] & need) && (!chars || (k == 0 && !completed))) *fits = (int)k;
+            if (!(gd->taken[sid] & need)) *fits = (int)k, *by_chars = chars;
             return WISP_OK;
         }
         sid = succ;
@@ -428,24 +429,30 @@ static void allow_range(wisp_guide *gd, uint32_t first, uint32_t end) {
 }
 
 /* Allow the tokens of trie node i and of its subtree down to `fits` edges
- * below it (see fitting_depth); `ends`: room for a stack of `fits` entries.
- * A node whose deepest token fits is allowed whole; below `fits`, nothing is
- * visited. Returns how many tokens. */
-static uint32_t allow_fitting(wisp_guide *gd, uint32_t i, uint32_t fits, uint32_t *ends) {
+ * below it, or with `by_chars`, to `fits` characters started below it (see
+ * fitting_depth); `ends` and `counts`: room for a stack as deep as the
+ * subtree. A node whose deepest token fits is allowed whole; past `fits`,
+ * nothing is visited but the first node. Returns how many tokens. */
+static uint32_t allow_fitting(wisp_guide *gd, uint32_t i, uint32_t fits, bool by_chars, uint32_t *ends, uint32_t *counts) {
     const wisp_token_trie *t = gd->trie;
+    const uint8_t *height = by_chars ? t->char_height : t->height;
     uint32_t end = t->skip[i], allowed;
-    if (t->height[i] <= fits) {
+    if (height[i] <= fits) {
         allow_range(gd, t->tok_first[i], t->tok_first[end]);
         return t->tok_first[end] - t->tok_first[i];
     }
     allow_range(gd, t->tok_first[i], t->tok_first[i] + t->tok_count[i]);
     allowed = t->tok_count[i];
-    if (fits == 0) return allowed;
-    uint32_t depth = 0; /* ends[depth - 1]: where the subtree of the node at that depth below i ends */
+    if (fits == 0 && !by_chars) return allowed;
+    uint32_t depth = 0; /* ends[k]: where the subtree of the node k + 1 edges below i ends; counts[k]: its count */
     for (uint32_t j = i + 1; j < end;) {
         while (depth && j >= ends[depth - 1]) depth--;
-        uint32_t below_i = depth + 1, after = t->skip[j];
-        if (t->height[j] + below_i <= fits) { /* all of it fits */
+        uint32_t here = (depth ? counts[depth - 1] : 0) + (by_chars ? (t->edge[j] & 0xC0) != 0x80 : 1u), after = t->skip[j];
+        if (here > fits) { /* starts a character past the cap: refused with all below */
+            j = after;
+            continue;
+        }
+        if (height[j] + here <= fits) { /* all of it fits */
             allow_range(gd, t->tok_first[j], t->tok_first[after]);
             allowed += t->tok_first[after] - t->tok_first[j];
             j = after;
@@ -453,11 +460,12 @@ static uint32_t allow_fitting(wisp_guide *gd, uint32_t i, uint32_t fits, uint32_
         }
         allow_range(gd, t->tok_first[j], t->tok_first[j] + t->tok_count[j]);
         allowed += t->tok_count[j];
-        if (below_i == fits) { /* everything below is too long */
+        if (!by_chars && here == fits) { /* every edge below goes past it */
             j = after;
             continue;
         }
-        ends[depth++] = after;
+        ends[depth] = after, counts[depth] = here;
+        depth++;
         j++;
     }
     return allowed;
@@ -514,11 +522,12 @@ static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
         uint32_t end = t->skip[i];
         if (end - i > BULK_MIN) {
             int fits;
-            if ((st = fitting_depth(gd, i, next, &n_trans, err, &fits))) break;
+            bool by_chars;
+            if ((st = fitting_depth(gd, i, next, &n_trans, err, &fits, &by_chars))) break;
             if (fits >= 0) { /* the node and everything below it that fits (the rest is refused) */
-                allowed += allow_fitting(gd, i, (uint32_t)fits, gd->walk_end + d + 1);
+                allowed += allow_fitting(gd, i, (uint32_t)fits, by_chars, gd->walk_end + d + 1, gd->walk_state + d + 1);
                 gd->n_bulk++;
-                gd->n_fitting += fits < t->height[i];
+                gd->n_fitting += fits < (by_chars ? t->char_height[i] : t->height[i]);
                 i = end;
                 continue;
             }
