@@ -460,7 +460,7 @@ static uint32_t allow_fitting(wisp_guide *gd, uint32_t i, uint32_t fits, bool by
         }
         allow_range(gd, t->tok_first[j], t->tok_first[j] + t->tok_count[j]);
         allowed += t->tok_count[j];
-        if (!by_chars && here == fits) { /* every edge below goes past it */
+        if (here == fits && (!by_chars || !(t->below[j] & t->group[0x80]))) { /* every edge below starts one more */
             j = after;
             continue;
         }
