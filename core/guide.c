@@ -8,6 +8,8 @@
 #define TRANS_CAP 65536 /* (state, byte) steps remembered in one walk (a power of two) */
 #define DEAD 0xFFFFFFFFu
 #define ROW_STATES 64 /* states whose steps are kept as direct 256-entry rows */
+#define CHARS_MIN 64 /* trie subtrees of fewer nodes (or entered by a plain byte) do not pay for a state's first
+                      * character check: it costs dozens of matcher steps */
 #define BULK_MIN 4     /* trie subtrees of this many nodes or fewer are walked without asking whether they are whole */
 #define CACHE_SLOTS 16   /* masks remembered (least recently used is evicted) */
 #define CACHE_KEY_MAX 32 /* states with more stacks than this are not cached */
@@ -48,6 +50,8 @@ static size_t guide_arrays(const wisp_token_trie *t, const wisp_matcher_limits *
         {(void **)(gd ? &gd->byte_class : NULL), 256},
         {(void **)(gd ? &gd->uniform : NULL), n_states * 4},
         {(void **)(gd ? &gd->successor : NULL), n_states * 4},
+        {(void **)(gd ? &gd->taken : NULL), n_states * 4},
+        {(void **)(gd ? &gd->completes : NULL), n_states * 4},
         {(void **)(gd ? &gd->cache_mask : NULL), CACHE_SLOTS * mask_words(t) * 4},
         {(void **)(gd ? &gd->cache_key : NULL), CACHE_SLOTS * CACHE_KEY_MAX * 4},
         {(void **)(gd ? &gd->cache_info : NULL), CACHE_SLOTS * 4 * 4},
@@ -169,7 +173,7 @@ static uint32_t intern(wisp_guide *gd, wisp_gstate s) {
         if (e == 0) {
             if (gd->n_states == gd->max_states) return DEAD;
             uint32_t id = gd->n_states++;
-            gd->states[id] = s, gd->state_hash[id] = h, gd->uniform[id] = 0;
+            gd->states[id] = s, gd->state_hash[id] = h, gd->uniform[id] = 0, gd->completes[id] = 0;
             gd->state_table[i] = id + 1, gd->state_gen[i] = gd->walk_gen;
             if (id < gd->row_states) memset(gd->rows + (size_t)id * 256, 0, 256 * 4);
             return id;
@@ -242,7 +246,7 @@ static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, uint32_t *n_tran
                                   uint32_t *succ) {
     wisp_matcher *m = &gd->m;
     if (gd->uniform[sid]) {
-        *groups = gd->uniform[sid] & 0x7FFFFFFFu, *succ = gd->successor[sid];
+        *groups = gd->uniform[sid] & 0x00FFFFFFu, *succ = gd->successor[sid];
         return WISP_OK;
     }
     uint8_t takes[32];
@@ -254,6 +258,7 @@ static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, uint32_t *n_tran
         if ((takes[b >> 3] >> (b & 7)) & 1) candidates |= bit;
         else ruled_out |= bit;
     }
+    gd->taken[sid] = candidates;
     candidates &= ~ruled_out;
     /* the successor: a letter's when letters are candidates (the largest plain group), else the first candidate's */
     for (int b = 0; b < 256 && first < 0; b++)
@@ -297,22 +302,124 @@ static wisp_status uniform_groups(wisp_guide *gd, uint32_t sid, uint32_t *n_tran
     return WISP_OK;
 }
 
-/* True when every token below trie node i (entered in state `sid`) is
- * allowed: at each depth down to the deepest token, every byte group below
- * the node leads the state of that depth to one same successor, so all
- * paths go through the same (live) states. */
-static wisp_status whole_subtree(wisp_guide *gd, uint32_t i, uint32_t sid, uint32_t *n_trans, wisp_error *err, bool *whole) {
+#define ANY_STATE 0xFFFFFFFEu
+
+/* Does every strictly valid completion of a UTF-8 character (decoder state q;
+ * 0: every multi-byte character) lead state `sid` through live states to
+ * *target (ANY_STATE: to one same state, then put in *target)? Bytes of one
+ * class step alike, so one byte per (class, decoder state) is tried. A limit
+ * of the walk's tables met here answers no (the walk goes on without the
+ * shortcut), never an error. */
+static wisp_status chars_lead_to(wisp_guide *gd, uint32_t sid, int q, uint32_t leads, uint32_t *target, uint32_t *n_trans,
+                                 wisp_error *err, bool *ok) {
+    wisp_matcher *m = &gd->m;
+    uint32_t tried[64] = {0}; /* (class, decoder state) pairs */
+    for (int b = q == 0 ? 0xC2 : 0x80; b <= (q == 0 ? 0xF4 : 0xBF) && *ok; b++) {
+        if (q == 0 && !(gd->trie->group[b] & leads)) continue;
+        int n = wisp_utf8_next(q, (uint8_t)b);
+        uint32_t key = (uint32_t)gd->byte_class[b] * 8 + (uint32_t)n;
+        if (n < 0 || ((tried[key >> 5] >> (key & 31)) & 1u)) continue;
+        tried[key >> 5] |= 1u << (key & 31);
+        uint32_t next, top = m->sets_top, nodes = m->n_nodes;
+        if (gd->n_states + 1 >= gd->max_states) {
+            *ok = false;
+            break;
+        }
+        wisp_status st = advance(gd, sid, (uint8_t)b, &next, n_trans, err);
+        if (st == WISP_ERR_CAPACITY) { /* the matcher's limit, not the grammar's answer */
+            wisp_matcher_truncate(m, top, nodes);
+            m->failed = WISP_OK;
+            *ok = false;
+            break;
+        }
+        if (st) return st;
+        if (next == DEAD) *ok = false;
+        else if (n == 0 && *target == ANY_STATE) *target = next;
+        else if (n == 0) *ok = next == *target;
+        else if ((st = chars_lead_to(gd, next, n, leads, target, n_trans, err, ok))) return st;
+    }
+    return WISP_OK;
+}
+
+/* The character checks make states of their own: only while the walk's
+ * tables are at most half used (a walk that fits without them still fits). */
+static bool room_for_chars(const wisp_guide *gd) {
+    return gd->n_states + 64 < gd->max_states / 2 && gd->m.n_nodes < gd->m.lim.max_nodes / 2 &&
+           gd->m.sets_top < gd->m.sets_cap / 2;
+}
+
+/* How many edges below trie node i (entered in state `sid`) every token is
+ * allowed for, when that is exact: at each depth down to it, every byte group
+ * below the node leads the state of that depth to one same successor (so all
+ * paths go through the same live states), and the state there refuses every
+ * byte of those groups, so that each longer token is refused. *fits is then
+ * that depth (the whole subtree when it reaches the deepest token), else -1:
+ * the walk must descend. Inside a length-capped string this is the number of
+ * characters left, and only tokens that outrun it are refused. A subtree of
+ * valid UTF-8 (from between characters) counts characters instead (then
+ * *by_chars): a state where every multi-byte character leads where plain ones
+ * do keeps it whole; from inside a character, when every way to complete it
+ * leads to one state (the completing bytes start no character). */
+static wisp_status fitting_depth(wisp_guide *gd, uint32_t i, uint32_t sid, uint32_t *n_trans, wisp_error *err, int *fits,
+                                 bool *by_chars) {
     const wisp_token_trie *t = gd->trie;
-    uint32_t need = t->below[i];
-    *whole = false;
-    for (uint32_t k = 0; k < t->height[i]; k++) {
+    uint32_t need = t->below[i] & ~WISP_TRIE_UTF8_ALL,
+             multi = need & (t->group[0x80] | t->group[0xC0] | t->group[0xE0] | t->group[0xF0]);
+    bool chars = multi && (t->below[i] & WISP_TRIE_UTF8_BOUNDARY);
+    uint32_t plain = chars ? need & ~multi : need, valid = t->below[i] & WISP_TRIE_UTF8_ALL;
+    *fits = -1, *by_chars = false;
+    bool big = t->skip[i] - i >= CHARS_MIN && t->edge[i] >= 0x80;
+    if (!room_for_chars(gd)) chars = false, plain = need;
+    /* inside a character: complete it first (from any decoder state the subtree reads validly from) */
+    if (multi && valid && !chars && room_for_chars(gd) && (big || gd->completes[sid])) {
+        int q = 1;
+        while (!(valid & (WISP_TRIE_UTF8_BOUNDARY << q))) q++;
+        uint32_t done = ANY_STATE, known = gd->completes[sid];
+        bool ok = true;
+        if (known >> 28 == (uint32_t)q) { /* asked before in this walk */
+            ok = (known & 0x0FFFFFFFu) != 0, done = (known & 0x0FFFFFFFu) - 1;
+        } else {
+            wisp_status st = chars_lead_to(gd, sid, q, 0, &done, n_trans, err, &ok);
+            if (st) return st;
+            ok = ok && done != ANY_STATE;
+            gd->completes[sid] = (uint32_t)q << 28 | (ok ? done + 1 : 0);
+        }
+        if (ok) chars = true, plain = need & ~multi, sid = done;
+    }
+    uint32_t depth = chars ? t->char_height[i] : t->height[i];
+    for (uint32_t k = 0; k < depth; k++) {
         uint32_t groups, succ;
         wisp_status st = uniform_groups(gd, sid, n_trans, err, &groups, &succ);
         if (st) return st;
-        if ((need & ~groups) || succ == DEAD) return WISP_OK;
+        bool same = !(plain & ~groups) && succ != DEAD;
+        if (same && chars) {
+            /* per lead length present below (2, 3, 4 bytes): uniform bit 24, 26, 28 known, the bit above
+             * set when every character of that length leads where plain ones do */
+            static const uint8_t first_lead[3] = {0xC0, 0xE0, 0xF0};
+            for (int len = 0; len < 3 && same; len++) {
+                uint32_t lead = t->group[first_lead[len]], known = 1u << (24 + 2 * len);
+                if (!(need & lead)) continue;
+                if (!(gd->uniform[sid] & known)) {
+                    if (!big || !room_for_chars(gd)) {
+                        same = false;
+                        break;
+                    }
+                    bool ok = true;
+                    uint32_t target = succ;
+                    if ((st = chars_lead_to(gd, sid, 0, lead, &target, n_trans, err, &ok))) return st;
+                    gd->uniform[sid] |= known | (ok ? known << 1 : 0);
+                }
+                same = (gd->uniform[sid] & (known << 1)) != 0;
+            }
+        }
+        if (!same) {
+            /* uniform_groups knows what the state takes */
+            if (!(gd->taken[sid] & need)) *fits = (int)k, *by_chars = chars;
+            return WISP_OK;
+        }
         sid = succ;
     }
-    *whole = t->height[i] < 255;
+    if (depth < 255) *fits = t->height[i];
     return WISP_OK;
 }
 
@@ -321,11 +428,55 @@ static void allow_range(wisp_guide *gd, uint32_t first, uint32_t end) {
     for (uint32_t k = first; k < end; k++) gd->mask[sorted[k] >> 5] |= 1u << (sorted[k] & 31);
 }
 
+/* Allow the tokens of trie node i and of its subtree down to `fits` edges
+ * below it, or with `by_chars`, to `fits` characters started below it (see
+ * fitting_depth); `ends` and `counts`: room for a stack as deep as the
+ * subtree. A node whose deepest token fits is allowed whole; past `fits`,
+ * nothing is visited but the first node. Returns how many tokens. */
+static uint32_t allow_fitting(wisp_guide *gd, uint32_t i, uint32_t fits, bool by_chars, uint32_t *ends, uint32_t *counts) {
+    const wisp_token_trie *t = gd->trie;
+    const uint8_t *height = by_chars ? t->char_height : t->height;
+    uint32_t end = t->skip[i], allowed;
+    if (height[i] <= fits) {
+        allow_range(gd, t->tok_first[i], t->tok_first[end]);
+        return t->tok_first[end] - t->tok_first[i];
+    }
+    allow_range(gd, t->tok_first[i], t->tok_first[i] + t->tok_count[i]);
+    allowed = t->tok_count[i];
+    if (fits == 0 && !by_chars) return allowed;
+    uint32_t depth = 0; /* ends[k]: where the subtree of the node k + 1 edges below i ends; counts[k]: its count */
+    for (uint32_t j = i + 1; j < end;) {
+        while (depth && j >= ends[depth - 1]) depth--;
+        uint32_t here = (depth ? counts[depth - 1] : 0) + (by_chars ? (t->edge[j] & 0xC0) != 0x80 : 1u), after = t->skip[j];
+        if (here > fits) { /* starts a character past the cap: refused with all below */
+            j = after;
+            continue;
+        }
+        if (height[j] + here <= fits) { /* all of it fits */
+            allow_range(gd, t->tok_first[j], t->tok_first[after]);
+            allowed += t->tok_first[after] - t->tok_first[j];
+            j = after;
+            continue;
+        }
+        allow_range(gd, t->tok_first[j], t->tok_first[j] + t->tok_count[j]);
+        allowed += t->tok_count[j];
+        if (here == fits && (!by_chars || !(t->below[j] & t->group[0x80]))) { /* every edge below starts one more */
+            j = after;
+            continue;
+        }
+        ends[depth] = after, counts[depth] = here;
+        depth++;
+        j++;
+    }
+    return allowed;
+}
+
 /* The full mask by walking the trie from the committed state. Each trie edge
- * costs one remembered step; a subtree where every byte at each depth leads
- * to one same state (inside a string: everything but quotes, backslashes
- * and UTF-8 sequences) is allowed whole, so the walk descends only along
- * the tokens that leave the string or outrun its length. */
+ * costs one remembered step; a subtree where every character at each depth
+ * leads to one same state (inside a string: everything but quotes and
+ * backslashes) is allowed whole, and inside a length-capped string one is
+ * allowed down to the characters left, so the walk descends only along the
+ * tokens that leave the string. */
 static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
     const wisp_token_trie *t = gd->trie;
     wisp_matcher *m = &gd->m;
@@ -370,12 +521,13 @@ static uint32_t walk_mask(wisp_guide *gd, wisp_error *err) {
         }
         uint32_t end = t->skip[i];
         if (end - i > BULK_MIN) {
-            bool whole;
-            if ((st = whole_subtree(gd, i, next, &n_trans, err, &whole))) break;
-            if (whole) { /* the node and everything below it */
-                allow_range(gd, t->tok_first[i], t->tok_first[end]);
-                allowed += t->tok_first[end] - t->tok_first[i];
+            int fits;
+            bool by_chars;
+            if ((st = fitting_depth(gd, i, next, &n_trans, err, &fits, &by_chars))) break;
+            if (fits >= 0) { /* the node and everything below it that fits (the rest is refused) */
+                allowed += allow_fitting(gd, i, (uint32_t)fits, by_chars, gd->walk_end + d + 1, gd->walk_state + d + 1);
                 gd->n_bulk++;
+                gd->n_fitting += fits < (by_chars ? t->char_height[i] : t->height[i]);
                 i = end;
                 continue;
             }

@@ -4,7 +4,11 @@
  * their bytes; each trie node knows where its subtree ends), so the tokens
  * a grammar state allows are found by walking the trie depth-first, taking
  * one matcher step per trie edge and skipping a whole subtree the moment its
- * first byte is refused. Tokens sharing a prefix share those steps.
+ * first byte is refused. Tokens sharing a prefix share those steps. A subtree
+ * whose every character leads each depth's state to one same state is
+ * allowed without walking it (per node the trie keeps the byte groups, depth,
+ * character depth and UTF-8 validity below it), and one that outruns a
+ * length cap is allowed down to the cap without visiting what is refused.
  *
  * A guide (trie + matcher + mask) is a sampler stage: the sampler draws as
  * usual, asks the guide whether that token may follow (a few matcher steps),
@@ -34,8 +38,12 @@ typedef struct wisp_token_trie {
     uint32_t *tok_count;   /* [n_nodes] how many tokens end at the node */
     uint32_t *below;       /* [n_nodes] byte groups (wisp_byte_group_bit) of every edge below the node:
                             * a subtree whose groups all lead a grammar state back to itself is
-                            * allowed whole, without walking it */
+                            * allowed whole, without walking it; and in the top bits
+                            * (WISP_TRIE_UTF8_ALL), the strict UTF-8 reading states from which every
+                            * token's bytes below the node are valid UTF-8 (WISP_TRIE_UTF8_BOUNDARY:
+                            * from between characters, as a string's contents are read) */
     uint8_t *height;       /* [n_nodes] how many edges the deepest token below the node adds (255: 255 or more) */
+    uint8_t *char_height;  /* [n_nodes] how many characters it starts (bytes but UTF-8 continuations; 255: or more) */
     int32_t *sorted;       /* [n_vocab] token ids in byte order (tokens without bytes last) */
     uint32_t n_sorted;     /* tokens with at least one byte */
     uint8_t *bytes;        /* every token's bytes, one after another */
@@ -45,8 +53,17 @@ typedef struct wisp_token_trie {
     uint32_t group[256];   /* wisp_byte_group_bit of every byte, looked up instead of computed */
 } wisp_token_trie;
 
-/* The group of byte b, as one bit (fewer than 32 groups). */
+/* The group of byte b, as one bit (24 groups at most: the top 8 bits of a trie node's
+ * `below` are its UTF-8 reading states, and of a guide's `uniform`, other facts). */
+#define WISP_TRIE_UTF8_BOUNDARY (1u << 24)
+#define WISP_TRIE_UTF8_ALL 0xFF000000u
 uint32_t wisp_byte_group_bit(uint8_t b);
+
+/* A strict UTF-8 decoder's reading states: 0 between characters; 1, 2, 3 continuation bytes
+ * (80-BF) to go; and the second byte of a sequence whose range is narrower: after E0 (A0-BF,
+ * then 1), ED (80-9F, then 1), F0 (90-BF, then 2), F4 (80-8F, then 2). The state after byte b
+ * in state q; -1: b is not valid there. */
+int wisp_utf8_next(int q, uint8_t b);
 
 /* Exact bytes wisp_token_trie_init carves (part "token_trie"). */
 wisp_status wisp_token_trie_plan(const wisp_tokenizer *tok, size_t *bytes, wisp_error *err);
@@ -71,8 +88,14 @@ typedef struct wisp_guide {
     uint32_t *rows;        /* [row_states x 256] the steps of the first states as direct rows:
                             * 0 unknown, DEAD refused, else next state + 1 */
     uint32_t *uniform;     /* [max_states] byte groups whose every byte leads the state to one same
-                            * successor (bit 31: known); inside a string, every plain character */
+                            * successor (bit 31: known); inside a string, every plain character.
+                            * Bits 24, 26, 28: known whether every UTF-8 character of 2, 3, 4 bytes leads
+                            * it to that successor too (the bit above each) */
     uint32_t *successor;   /* [max_states] that successor */
+    uint32_t *completes;   /* [max_states] inside a character: decoder state << 28 | (the state every way to
+                            * complete it leads to) + 1, 0 when they part; 0: not asked yet */
+    uint32_t *taken;       /* [max_states] byte groups with a byte the state takes (set with `uniform`):
+                            * a subtree whose groups are all out ends there */
     uint8_t *byte_class;   /* [256] bytes every byte set of the grammar treats alike share a class, so
                             * they step every state alike: steps are remembered per class */
     uint32_t n_classes;
@@ -88,7 +111,8 @@ typedef struct wisp_guide {
     wisp_error error;      /* why the sampler stage returned -1 */
     uint64_t n_checks, n_masks, n_forced; /* what the stage did (for statistics) */
     uint64_t n_cache_hits; /* masks copied from the cache */
-    uint64_t n_bulk;       /* trie subtrees allowed whole, without walking them */
+    uint64_t n_bulk;       /* trie subtrees settled without matcher steps: allowed whole, or */
+    uint64_t n_fitting;    /* allowed down to a depth and refused below it (inside a length-capped string) */
 } wisp_guide;
 
 /* Exact bytes wisp_guide_init carves (part "grammar"), for a compiled grammar. */

@@ -9,19 +9,52 @@
 
 uint32_t wisp_byte_group_bit(uint8_t b) {
     /* structural bytes of JSON and of the patterns schemas use get a group each; bytes that
-     * always behave alike in such grammars (letters of a case, digits, UTF-8 lead and
-     * continuation bytes, other punctuation) share one */
+     * always behave alike in such grammars (letters of a case, digits, UTF-8 leads of one
+     * length, continuation bytes, other punctuation and DEL) share one */
     static const char own[] = "\"\\ ,:{}[]-+./_@";
     if (b < 0x20) return 1u << 0;
-    if (b >= 0xC0) return 1u << 1;
-    if (b >= 0x80) return 1u << 2;
-    if (b == 0x7F) return 1u << 3;
+    if (b >= 0xF0) return 1u << 3; /* leads of 4-byte characters (and bytes no UTF-8 has) */
+    if (b >= 0xE0) return 1u << 23; /* of 3-byte ones */
+    if (b >= 0xC0) return 1u << 1; /* of 2-byte ones */
+    if (b >= 0x80) return 1u << 2; /* continuation bytes */
     if (b >= '0' && b <= '9') return 1u << 4;
     if (b >= 'a' && b <= 'z') return 1u << 5;
     if (b >= 'A' && b <= 'Z') return 1u << 6;
     for (int i = 0; own[i]; i++)
         if ((uint8_t)own[i] == b) return 1u << (8 + i);
     return 1u << 7; /* other punctuation */
+}
+
+int wisp_utf8_next(int q, uint8_t b) {
+    bool cont = b >= 0x80 && b <= 0xBF;
+    switch (q) {
+    case 0:
+        if (b < 0x80) return 0;
+        if (b >= 0xC2 && b <= 0xDF) return 1;
+        if (b == 0xE0) return 4;
+        if (b == 0xED) return 5;
+        if (b >= 0xE1 && b <= 0xEF) return 2;
+        if (b == 0xF0) return 6;
+        if (b >= 0xF1 && b <= 0xF3) return 3;
+        if (b == 0xF4) return 7;
+        return -1;
+    case 1: case 2: case 3: return cont ? q - 1 : -1;
+    case 4: return b >= 0xA0 && b <= 0xBF ? 1 : -1;
+    case 5: return b >= 0x80 && b <= 0x9F ? 1 : -1;
+    case 6: return b >= 0x90 && b <= 0xBF ? 2 : -1;
+    default: return b >= 0x80 && b <= 0x8F ? 2 : -1;
+    }
+}
+
+/* The reading states from which an edge with byte b, into a node whose subtree reads validly
+ * from the states `child`, keeps every token below valid (tokens may end inside a character). */
+static uint32_t utf8_valid_before(uint8_t b, uint32_t child) {
+    uint32_t valid = 0;
+    for (int q = 0; q < 8; q++) {
+        int n = wisp_utf8_next(q, b);
+        if (n >= 0 && (child & (WISP_TRIE_UTF8_BOUNDARY << n))) valid |= WISP_TRIE_UTF8_BOUNDARY << q;
+    }
+    return valid;
 }
 
 static size_t piece_len(const wisp_tokenizer *tok, int32_t id) {
@@ -52,6 +85,7 @@ static void lay_out(layout *l, wisp_token_trie *t, int32_t n_vocab, size_t total
     t->tok_first = take(l, nodes + 1, 4);
     t->below = take(l, nodes, 4);
     t->height = take(l, nodes, 1);
+    t->char_height = take(l, nodes, 1);
     t->tok_count = take(l, nodes, 4);
     t->sorted = take(l, (size_t)n_vocab, 4);
     t->bytes = take(l, total ? total : 1, 1);
@@ -162,15 +196,20 @@ wisp_status wisp_token_trie_init(wisp_token_trie *t, const wisp_tokenizer *tok, 
     t->n_nodes = nodes;
     t->tok_first[0] = 0, t->tok_first[nodes] = t->n_sorted;
     for (int b = 0; b < 256; b++) t->group[b] = wisp_byte_group_bit((uint8_t)b);
-    /* byte groups and depth below each node, children before parents (reverse depth-first order) */
+    /* byte groups, UTF-8 reading states and depth below each node, children before parents
+     * (reverse depth-first order) */
     for (uint32_t p = nodes; p-- > 0;) {
-        uint32_t below = 0, height = 0;
+        uint32_t below = 0, height = 0, chars = 0, valid = WISP_TRIE_UTF8_ALL;
         for (uint32_t c = p + 1; c < t->skip[p]; c = t->skip[c]) {
-            below |= t->group[t->edge[c]] | t->below[c];
+            below |= t->group[t->edge[c]] | (t->below[c] & ~WISP_TRIE_UTF8_ALL);
+            valid &= utf8_valid_before(t->edge[c], t->below[c] & WISP_TRIE_UTF8_ALL);
             if (t->height[c] + 1u > height) height = t->height[c] + 1u;
+            uint32_t starts = (t->edge[c] & 0xC0) != 0x80; /* a continuation byte starts no character */
+            if (t->char_height[c] + starts > chars) chars = t->char_height[c] + starts;
         }
-        t->below[p] = below;
+        t->below[p] = below | valid;
         t->height[p] = (uint8_t)(height < 255 ? height : 255);
+        t->char_height[p] = (uint8_t)(chars < 255 ? chars : 255);
     }
     return WISP_OK;
 }

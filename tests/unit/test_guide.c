@@ -6,7 +6,9 @@
  * sampler with the guide attached only ever produces accepted text, the same
  * for the same seed; along a long length-capped string (a grammar state per
  * character) a guide gives, at every step, the mask a freshly set up guide
- * gives, with the default tables, tiny walk tables and tiny node pools. */
+ * gives, with the default tables, tiny walk tables and tiny node pools; over
+ * DeepSeek's 102k vocabulary, masks inside length-capped strings (subtrees
+ * allowed down to the characters left) equal asking token by token. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +29,8 @@ static void *keep(void *p) {
     return p;
 }
 
-static bool load_vocab(void) {
-    const char *path = shared_path("models/stories260K.gguf");
+static bool load_vocab_into(const char *relative, wisp_tokenizer *tk, wisp_token_trie *tr) {
+    const char *path = shared_path(relative);
     if (!path) return false;
     size_t n, bytes;
     unsigned char *file = keep(read_file(path, &n)); /* lives for the test */
@@ -37,18 +39,20 @@ static bool load_vocab(void) {
     if (!file || wisp_gguf_open(&g, file, n, &err) || wisp_tokenizer_plan(&g, &bytes, &err)) return false;
     wisp_arena a;
     wisp_arena_init(&a, keep(malloc(bytes)), bytes);
-    if (wisp_tokenizer_init(&tok, &g, &a, &err)) return false;
+    if (wisp_tokenizer_init(tk, &g, &a, &err)) return false;
     /* the trie: exactly its plan, and one byte less fails */
-    if (wisp_token_trie_plan(&tok, &bytes, &err)) return false;
+    if (wisp_token_trie_plan(tk, &bytes, &err)) return false;
     char *mem = keep(malloc(bytes));
     wisp_arena_init(&a, mem, bytes - 1);
-    CHECK(wisp_token_trie_init(&trie, &tok, &a, &err) == WISP_ERR_ARENA && strstr(err.message, "1 short"),
+    CHECK(wisp_token_trie_init(tr, tk, &a, &err) == WISP_ERR_ARENA && strstr(err.message, "1 short"),
           "trie with one byte less: %s", err.message);
     wisp_arena_init(&a, mem, bytes);
-    CHECK(wisp_token_trie_init(&trie, &tok, &a, &err) == WISP_OK, "%s", err.message);
+    CHECK(wisp_token_trie_init(tr, tk, &a, &err) == WISP_OK, "%s", err.message);
     CHECK(a.used == bytes && a.part_bytes[WISP_PART_TOKEN_TRIE] == bytes, "trie carved %zu of %zu", a.used, bytes);
     return true;
 }
+
+static bool load_vocab(void) { return load_vocab_into("models/stories260K.gguf", &tok, &trie); }
 
 typedef struct built {
     void *mem;
@@ -56,7 +60,7 @@ typedef struct built {
     wisp_guide gd;
 } built;
 
-static bool build_limited(built *b, const char *text, wisp_matcher_limits lim) {
+static bool build_on(built *b, const wisp_token_trie *tr, const char *text, wisp_matcher_limits lim) {
     wisp_error err;
     size_t gbytes;
     memset(b, 0, sizeof *b);
@@ -65,15 +69,17 @@ static bool build_limited(built *b, const char *text, wisp_matcher_limits lim) {
     wisp_arena a;
     wisp_arena_init(&a, b->mem, gbytes);
     if (wisp_grammar_compile(text, strlen(text), &a, &b->g, &err)) return false;
-    size_t need = wisp_guide_plan(&trie, b->g, &lim);
+    size_t need = wisp_guide_plan(tr, b->g, &lim);
     void *gm = keep(malloc(need));
     wisp_arena_init(&a, gm, need - 1);
-    CHECK(wisp_guide_init(&b->gd, &trie, b->g, &lim, &a, &err) == WISP_ERR_ARENA, "guide with one byte less");
+    CHECK(wisp_guide_init(&b->gd, tr, b->g, &lim, &a, &err) == WISP_ERR_ARENA, "guide with one byte less");
     wisp_arena_init(&a, gm, need);
-    bool ok = wisp_guide_init(&b->gd, &trie, b->g, &lim, &a, &err) == WISP_OK;
+    bool ok = wisp_guide_init(&b->gd, tr, b->g, &lim, &a, &err) == WISP_OK;
     CHECK(ok && a.used == need, "guide: %s (carved %zu of %zu)", err.message, a.used, need);
     return ok;
 }
+
+static bool build_limited(built *b, const char *text, wisp_matcher_limits lim) { return build_on(b, &trie, text, lim); }
 
 static bool build(built *b, const char *text) { return build_limited(b, text, wisp_matcher_limits_default()); }
 
@@ -83,7 +89,7 @@ static void check_mask(wisp_guide *gd, const char *where) {
     for (int pass = 0; pass < 2; pass++) {
         wisp_error err = {0};
         uint32_t n = wisp_guide_mask(gd, &err), count = 0, mismatches = 0;
-        for (int32_t id = 0; id < trie.n_vocab; id++) {
+        for (int32_t id = 0; id < gd->trie->n_vocab; id++) {
             bool in_mask = (gd->mask[id >> 5] >> (id & 31)) & 1u;
             count += in_mask;
             if (in_mask != wisp_guide_allows(gd, id)) mismatches++;
@@ -295,6 +301,50 @@ static void test_sampling(void) {
     free(c);
 }
 
+/* The token made of byte b alone (a byte-level vocabulary has one for every byte), -1: none. */
+static int32_t byte_token(const wisp_token_trie *tr, uint8_t b) {
+    for (int32_t id = 0; id < tr->n_vocab; id++)
+        if (tr->off[id + 1] == tr->off[id] + 1 && tr->bytes[tr->off[id]] == b) return id;
+    return -1;
+}
+
+/* Inside a length-capped string, subtrees are allowed down to the characters
+ * left and refused below (no descent node by node): over DeepSeek's real
+ * 102k vocabulary (long tokens, CJK and other multi-byte characters), at
+ * every cap 0..9 and at every byte along strings that run to their cap
+ * through multi-byte characters, the mask equals asking token by token. */
+static void test_fitting_depth(void) {
+    static wisp_tokenizer big_tok;
+    static wisp_token_trie big;
+    REQUIRE(load_vocab_into("models/tokenizers/llamacpp-vocab/ggml-vocab-deepseek-llm.gguf", &big_tok, &big),
+            "cannot load DeepSeek's vocabulary from ../shared");
+    uint64_t fitting = 0;
+    for (int cap = 0; cap <= 9; cap++) {
+        char gbnf[256], where[96];
+        const char *classes[] = {"[^\"\\\\\\x00-\\x1F]", "[a-z]"}; /* a JSON string's characters; letters only */
+        for (int c = 0; c < 2; c++) {
+            snprintf(gbnf, sizeof gbnf, "root ::= \"\\\"\" %s{0,%d} \"\\\"\"\n", classes[c], cap);
+            built b;
+            REQUIRE(build_on(&b, &big, gbnf, wisp_matcher_limits_default()), "grammar %s", gbnf);
+            wisp_error err;
+            REQUIRE(wisp_guide_accept(&b.gd, byte_token(&big, '"'), &err) == WISP_OK, "quote: %s", err.message);
+            snprintf(where, sizeof where, "cap %d, %s, at the start", cap, c ? "letters" : "string");
+            check_mask(&b.gd, where);
+            /* "é世z" repeated: 2- and 3-byte characters and a letter, byte by byte, to the cap */
+            const char *text = c ? "abcdefghij" : "\xC3\xA9\xE4\xB8\x96z\xC3\xA9\xE4\xB8\x96z\xC3\xA9\xE4\xB8\x96z\xC3\xA9";
+            for (int k = 0, chars = 0; text[k] && chars < cap; k++) {
+                chars += ((unsigned char)text[k] & 0xC0) != 0x80;
+                REQUIRE(wisp_guide_accept(&b.gd, byte_token(&big, (uint8_t)text[k]), &err) == WISP_OK, "cap %d byte %d: %s",
+                        cap, k, err.message);
+                snprintf(where, sizeof where, "cap %d, %s, after %d bytes", cap, c ? "letters" : "string", k + 1);
+                check_mask(&b.gd, where);
+            }
+            fitting += b.gd.n_fitting;
+        }
+    }
+    CHECK(fitting > 100, "subtrees allowed down to the characters left: %llu", (unsigned long long)fitting);
+}
+
 int main(void) {
     if (!load_vocab()) {
         fprintf(stderr, "FAIL test_guide: cannot load ../shared/models/stories260K.gguf (set WISP_SHARED)\n");
@@ -304,6 +354,7 @@ int main(void) {
     test_cache();
     test_same_as_fresh();
     test_sampling();
+    test_fitting_depth();
     for (int i = 0; i < n_allocs; i++) free(allocs[i]);
     return check_report("test_guide");
 }
