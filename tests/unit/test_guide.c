@@ -22,10 +22,12 @@ static wisp_tokenizer tok;
 static wisp_token_trie trie;
 
 /* everything allocated, freed at the end (the leak checkers count leaks as findings) */
-static void *allocs[32];
+#define MAX_ALLOCS 256
+static void *allocs[MAX_ALLOCS];
 static int n_allocs;
 static void *keep(void *p) {
-    if (n_allocs < 32) allocs[n_allocs++] = p;
+    CHECK(n_allocs < MAX_ALLOCS, "more than %d blocks kept: raise MAX_ALLOCS", MAX_ALLOCS);
+    if (n_allocs < MAX_ALLOCS) allocs[n_allocs++] = p;
     return p;
 }
 
