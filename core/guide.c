@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "guide.h"
+#include "unicode.h"
 
 #define FORCED_MAX 64 /* bytes looked ahead for a forced continuation */
 #define MAX_STATES 8192 /* distinct states one mask walk may meet */

@@ -59,12 +59,6 @@ typedef struct wisp_token_trie {
 #define WISP_TRIE_UTF8_ALL 0xFF000000u
 uint32_t wisp_byte_group_bit(uint8_t b);
 
-/* A strict UTF-8 decoder's reading states: 0 between characters; 1, 2, 3 continuation bytes
- * (80-BF) to go; and the second byte of a sequence whose range is narrower: after E0 (A0-BF,
- * then 1), ED (80-9F, then 1), F0 (90-BF, then 2), F4 (80-8F, then 2). The state after byte b
- * in state q; -1: b is not valid there. */
-int wisp_utf8_next(int q, uint8_t b);
-
 /* Exact bytes wisp_token_trie_init carves (part "token_trie"). */
 wisp_status wisp_token_trie_plan(const wisp_tokenizer *tok, size_t *bytes, wisp_error *err);
 wisp_status wisp_token_trie_init(wisp_token_trie *t, const wisp_tokenizer *tok, wisp_arena *arena, wisp_error *err);

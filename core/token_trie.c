@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "guide.h"
+#include "unicode.h"
 
 uint32_t wisp_byte_group_bit(uint8_t b) {
     /* structural bytes of JSON and of the patterns schemas use get a group each; bytes that
@@ -23,27 +24,6 @@ uint32_t wisp_byte_group_bit(uint8_t b) {
     for (int i = 0; own[i]; i++)
         if ((uint8_t)own[i] == b) return 1u << (8 + i);
     return 1u << 7; /* other punctuation */
-}
-
-int wisp_utf8_next(int q, uint8_t b) {
-    bool cont = b >= 0x80 && b <= 0xBF;
-    switch (q) {
-    case 0:
-        if (b < 0x80) return 0;
-        if (b >= 0xC2 && b <= 0xDF) return 1;
-        if (b == 0xE0) return 4;
-        if (b == 0xED) return 5;
-        if (b >= 0xE1 && b <= 0xEF) return 2;
-        if (b == 0xF0) return 6;
-        if (b >= 0xF1 && b <= 0xF3) return 3;
-        if (b == 0xF4) return 7;
-        return -1;
-    case 1: case 2: case 3: return cont ? q - 1 : -1;
-    case 4: return b >= 0xA0 && b <= 0xBF ? 1 : -1;
-    case 5: return b >= 0x80 && b <= 0x9F ? 1 : -1;
-    case 6: return b >= 0x90 && b <= 0xBF ? 2 : -1;
-    default: return b >= 0x80 && b <= 0x8F ? 2 : -1;
-    }
 }
 
 /* The reading states from which an edge with byte b, into a node whose subtree reads validly

@@ -144,3 +144,24 @@ int wisp_unicode_to_byte(uint32_t cp) {
     if (n < 67) return (int)(0x7F + (n - 33));
     return 0xAD;
 }
+
+int wisp_utf8_next(int q, uint8_t b) {
+    bool cont = b >= 0x80 && b <= 0xBF;
+    switch (q) {
+    case 0:
+        if (b < 0x80) return 0;
+        if (b >= 0xC2 && b <= 0xDF) return 1;
+        if (b == 0xE0) return 4;
+        if (b == 0xED) return 5;
+        if (b >= 0xE1 && b <= 0xEF) return 2;
+        if (b == 0xF0) return 6;
+        if (b >= 0xF1 && b <= 0xF3) return 3;
+        if (b == 0xF4) return 7;
+        return -1;
+    case 1: case 2: case 3: return cont ? q - 1 : -1;
+    case 4: return b >= 0xA0 && b <= 0xBF ? 1 : -1;
+    case 5: return b >= 0x80 && b <= 0x9F ? 1 : -1;
+    case 6: return b >= 0x90 && b <= 0xBF ? 2 : -1;
+    default: return b >= 0x80 && b <= 0x8F ? 2 : -1;
+    }
+}

@@ -32,6 +32,12 @@ typedef enum wisp_uc_class {
  * yields U+FFFD and consumes exactly one byte. *len gets the bytes consumed. */
 uint32_t wisp_utf8_decode(const uint8_t *s, size_t n, size_t *len);
 
+/* A strict UTF-8 decoder's reading states: 0 between characters; 1, 2, 3 continuation bytes
+ * (80-BF) to go; and the second byte of a sequence whose range is narrower: after E0 (A0-BF,
+ * then 1), ED (80-9F, then 1), F0 (90-BF, then 2), F4 (80-8F, then 2). The state after byte b
+ * in state q; -1: b is not valid there. */
+int wisp_utf8_next(int q, uint8_t b);
+
 /* Encode a code point (<= U+10FFFF) into out; returns the byte count (1..4). */
 size_t wisp_utf8_encode(uint32_t cp, uint8_t out[4]);
 
