@@ -86,6 +86,13 @@ static void print_peaks(const cli_compute_peak *p, const char *kernels) {
         printf(", F32 not measured for kernel level %s\n", kernels);
 }
 
+/* The arithmetic peaks of this kernel level and thread count, when asked for (seconds > 0);
+ * zeros otherwise. */
+static cli_compute_peak peaks_if_asked(const char *kernels, int threads, float seconds) {
+    cli_compute_peak none = {0, 0, threads};
+    return seconds > 0 ? cli_compute_peak_measure(kernels, threads, seconds) : none;
+}
+
 static int bench_train(cli_model_opts *mo, int32_t steps, int32_t rank, float peak_time, bool json) {
     cli_train_bench b = {mo->ctx ? mo->ctx : 256, mo->batch ? mo->batch : 1, rank, steps, bench_token, 0, 0, 0, 0};
     cli_session s;
@@ -95,8 +102,7 @@ static int bench_train(cli_model_opts *mo, int32_t steps, int32_t rank, float pe
     int threads = wisp_ctx_config(s.ctx)->threads.n_threads;
     cli_flops f = cli_train_flops(wisp_ctx_model(s.ctx), b.targets, b.rank, b.seq_len);
     cli_session_close(&s);
-    cli_compute_peak peak = {0, 0, threads};
-    if (peak_time > 0) peak = cli_compute_peak_measure(kernels, threads, peak_time);
+    cli_compute_peak peak = peaks_if_asked(kernels, threads, peak_time);
     double mfu = peak_time > 0 ? cli_peak_fraction(b.tok_s, f, &peak) : -1.0;
     if (json) {
         printf("{\"model\":");
@@ -255,8 +261,7 @@ int cmd_bench(int argc, char **argv) {
     /* weights that fit in the last-level cache are read from it, not from
      * memory: such a row can pass the roofline */
     const bool fits_llc = llc && per_token <= llc;
-    cli_compute_peak peak = {0, 0, threads};
-    if (peak_time > 0) peak = cli_compute_peak_measure(kernels, threads, peak_time);
+    cli_compute_peak peak = peaks_if_asked(kernels, threads, peak_time);
     const double peak_fraction = peak_time > 0 && n_prompt ? cli_peak_fraction(pf, prefill_flops, &peak) : -1.0;
     if (json) {
         printf("{\"model\":");
