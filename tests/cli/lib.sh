@@ -34,3 +34,15 @@ done_ok() {
     [ "$checks" -gt 0 ] || fail "no checks ran (an empty case list?)"
     echo "ok: $checks checks"; exit 0
 }
+
+# peft_run_files DIR METHOD WHY: a finished finetune --method METHOD run in DIR wrote its PEFT
+# folder, config, log, plot and checkpoint, no adapter.gguf (WHY: the method has no GGUF form),
+# and config.json records the method
+peft_run_files() {
+    local f
+    for f in peft/adapter_config.json peft/adapter_model.safetensors config.json log.csv loss.svg checkpoint.bin; do
+        [ -s "$1/$f" ] || fail "missing $f"
+    done
+    [ -e "$1/adapter.gguf" ] && fail "a $2 run wrote adapter.gguf ($3)"
+    grep -q "\"method\": \"$2\"" "$1/config.json" || fail "config.json does not record the method"
+}

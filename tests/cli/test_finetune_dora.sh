@@ -19,11 +19,7 @@ common=(-m "$model" --data "$D/train.txt" --val "$D/val.txt" --ctx 32 --batch 2 
         --lr 3e-3 --seed 7 -q -t 2 --method dora)
 
 "$WISP" finetune "${common[@]}" --checkpoint-every 3 -o "$D/a" || fail "finetune --method dora failed"
-for f in peft/adapter_config.json peft/adapter_model.safetensors config.json log.csv loss.svg checkpoint.bin; do
-    [ -s "$D/a/$f" ] || fail "missing $f"
-done
-[ -e "$D/a/adapter.gguf" ] && fail "a DoRA run wrote adapter.gguf (GGUF LoRA cannot carry DoRA)"
-grep -q '"method": "dora"' "$D/a/config.json" || fail "config.json does not record the method"
+peft_run_files "$D/a" dora "GGUF LoRA cannot carry DoRA"
 grep -q '"use_dora": true' "$D/a/peft/adapter_config.json" || fail "adapter_config.json lacks use_dora: true"
 head -c 200000 "$D/a/peft/adapter_model.safetensors" |
     grep -aq '"base_model.model.model.layers.0.self_attn.q_proj.lora_magnitude_vector"' ||

@@ -5,7 +5,7 @@
 # $D/a, its files there (and no adapter.gguf: llama.cpp cannot load virtual tokens), its method and
 # size in config.json. Sets D, model, common (the run's options) and cfg (its adapter_config.json).
 first_run() {
-    local kind=$1 f
+    local kind=$1
     model=$SHARED/models/stories260K.gguf
     D=$WORK/$kind
     rm -rf "$D" && mkdir -p "$D"
@@ -14,11 +14,7 @@ first_run() {
     common=(-m "$model" --data "$D/train.txt" --val "$D/val.txt" --ctx 32 --batch 2 --steps 6 --eval-every 3
             --lr 3e-2 --seed 7 -q -t 2 --method "$kind" --num-virtual-tokens 10)
     "$WISP" finetune "${common[@]}" --checkpoint-every 3 -o "$D/a" || fail "finetune --method $kind failed"
-    for f in peft/adapter_config.json peft/adapter_model.safetensors config.json log.csv loss.svg checkpoint.bin; do
-        [ -s "$D/a/$f" ] || fail "missing $f"
-    done
-    [ -e "$D/a/adapter.gguf" ] && fail "a $kind-tuning run wrote adapter.gguf (llama.cpp cannot load $kind tuning)"
-    grep -q "\"method\": \"$kind\"" "$D/a/config.json" || fail "config.json does not record the method"
+    peft_run_files "$D/a" "$kind" "llama.cpp cannot load $kind tuning"
     grep -q '"num_virtual_tokens": 10' "$D/a/config.json" || fail "config.json does not record num_virtual_tokens"
     cfg=$D/a/peft/adapter_config.json
 }
