@@ -15,7 +15,8 @@
  *    x86_kdecode.inc, sums each row's super-block in exact integers,
  *    reduces 8 rows' sums to one row per lane, then takes the float steps
  *    super-block after super-block; AVX-512's packed Q4_0/Q8_0,
- *    x86_packed.inc, has one row per lane from the start). So any row split,
+ *    x86_packed.inc, and packed Q4_K/Q6_K, x86_packed_k.inc, have one row
+ *    per lane from the start). So any row split,
  *    tile shape, batch size or weight layout gives the same bits;
  *  - activation quantization (Q8_0, Q8_1, Q8_K), axpy, scale and the
  *    F16/BF16 conversions: bit for bit;

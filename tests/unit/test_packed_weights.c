@@ -1,7 +1,8 @@
 /* Packed weights (kernels.h wisp_packing) against the scalar reference, on
  * every x86 level the CPU has that packs a type: the product over the
  * packed form equals wisp_matmul_reference over the original bit for bit,
- * for rows around the 16-row groups (1..100), rows of 1..48 blocks, 1..19
+ * for rows around the 16-row groups (1..100), rows of 1..48 blocks and the
+ * longest packed (16384 elements), 1..19
  * activation rows around the 8-row passes, realistic and raw-byte weights,
  * any row range (group-aligned splits and ragged ones), packing in pieces;
  * nothing outside [r0, r1) is written; a packed weight is as large as the
@@ -21,7 +22,8 @@
 #define SENTINEL -12345.0f
 
 /* rows x cols weights of `type`: quantized normals, or random bytes with
- * sane fp16 scales (every level pattern, Q8_0's -128 included). */
+ * sane fp16 scales (every level pattern, Q8_0's -128 included, and
+ * every K-quant sub-block scale and min). */
 static uint8_t *make_weights(int type, int64_t rows, int64_t cols, int raw) {
     const wisp_type_info *ti = wisp_type_info_of(type);
     size_t rb = wisp_type_row_bytes(type, cols);
@@ -31,8 +33,11 @@ static uint8_t *make_weights(int type, int64_t rows, int64_t cols, int raw) {
         uint8_t *wr = w + (size_t)r * rb;
         if (raw) {
             for (size_t i = 0; i < rb; i++) wr[i] = (uint8_t)(rng_next() >> 40);
-            for (int64_t b = 0; b < cols / WISP_QK; b++)
-                wisp_store_u16(wr + (size_t)b * ti->block_bytes, wisp_f32_to_f16(0.01f * rng_normal()));
+            /* where the fp16 scales lie: d first, Q4_K's dmin next, Q6_K's d last */
+            const size_t d_at = type == WISP_TYPE_Q6_K ? 208 : 0, scales = type == WISP_TYPE_Q4_K ? 2 : 1;
+            for (int64_t b = 0; b < cols / ti->block_elems; b++)
+                for (size_t s = 0; s < scales; s++)
+                    wisp_store_u16(wr + (size_t)b * ti->block_bytes + d_at + 2 * s, wisp_f32_to_f16(0.01f * rng_normal()));
         } else {
             for (int64_t i = 0; i < cols; i++) row[i] = 0.05f * rng_normal();
             ti->quantize(row, wr, cols);
@@ -45,7 +50,8 @@ static uint8_t *make_weights(int type, int64_t rows, int64_t cols, int raw) {
 static void check_case(const wisp_kernels *k, int type, int64_t rows, int64_t cols, int raw) {
     const wisp_packing *pk = &k->packing[type];
     const char *tn = wisp_type_info_of(type)->name;
-    const size_t rb = wisp_type_row_bytes(type, cols), xb = wisp_type_row_bytes(WISP_TYPE_Q8_0, cols);
+    const int act = wisp_type_info_of(type)->act_type;
+    const size_t rb = wisp_type_row_bytes(type, cols), xb = wisp_type_row_bytes(act, cols);
     const int64_t groups = (rows + WISP_PACK_GROUP - 1) / WISP_PACK_GROUP;
     size_t bytes = pk->bytes(rows, cols);
     CHECK(bytes == (size_t)groups * WISP_PACK_GROUP * rb, "%s %s %lldx%lld: packed %zu bytes, want %zu", k->name, tn,
@@ -62,7 +68,7 @@ static void check_case(const wisp_kernels *k, int type, int64_t rows, int64_t co
     uint8_t *x = malloc(xb * MAX_TOK);
     for (int t = 0; t < MAX_TOK; t++) {
         for (int64_t i = 0; i < cols; i++) xf[i] = rng_normal();
-        wisp_type_info_of(WISP_TYPE_Q8_0)->quantize(xf, x + (size_t)t * xb, cols);
+        wisp_type_info_of(act)->quantize(xf, x + (size_t)t * xb, cols);
     }
     float *want = malloc(sizeof(float) * (size_t)rows * MAX_TOK), *got = malloc(sizeof(float) * (size_t)rows * MAX_TOK);
     static const int toks[] = {1, 2, 7, 8, 9, MAX_TOK};
@@ -115,13 +121,16 @@ static int check_level(const wisp_kernels *k) {
         CHECK(pk->pack && pk->matmul, "%s packs %s but has no pack or matmul", k->name, wisp_type_info_of(type)->name);
         if (!pk->pack || !pk->matmul) continue;
         int before = check_failures;
+        /* a packed row holds at most 16384 elements: 512 blocks of 32, 64 super-blocks of 256 */
+        const int64_t len = wisp_type_info_of(type)->block_elems, most = 16384 / len;
         static const int64_t rows[] = {1, 15, 16, 17, 40, 100};
-        static const int64_t blocks[] = {1, 2, 3, 17, 18, 48};
+        const int64_t blocks[] = {1, 2, 3, 17, 18, 48, most};
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
             for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
-                for (int raw = 0; raw < 2; raw++) check_case(k, type, rows[r], blocks[b] * WISP_QK, raw);
-        CHECK(pk->bytes(16, 513 * WISP_QK) == 0, "%s %s: rows of 513 blocks should stay in place", k->name,
-              wisp_type_info_of(type)->name);
+                for (int raw = 0; raw < 2; raw++)
+                    if (blocks[b] < most || rows[r] == 17) check_case(k, type, rows[r], blocks[b] * len, raw);
+        CHECK(pk->bytes(16, (most + 1) * len) == 0, "%s %s: rows of %lld blocks should stay in place", k->name,
+              wisp_type_info_of(type)->name, (long long)(most + 1));
         printf("  %s %s packed: %s\n", k->name, wisp_type_info_of(type)->name,
                check_failures == before ? "bit-exact with the reference" : "FAILED");
         types++;
