@@ -283,7 +283,7 @@ INL __m256i kdec_madd_add(__m256i acc, __m256i a, __m256i b) { return _mm256_dpw
 
 #include "x86_kdecode.inc"
 
-/* ---- packed Q4_0 / Q8_0 (x86_packed.inc) and Q4_K (x86_packed_k.inc) ---------------------- */
+/* ---- packed Q4_0 / Q8_0 (x86_packed.inc) and Q4_K / Q6_K (x86_packed_k.inc) --------------- */
 
 #include "x86_packed.inc"
 #include "x86_packed_k.inc"
