@@ -283,11 +283,11 @@ INL __m256i kdec_madd_add(__m256i acc, __m256i a, __m256i b) { return _mm256_dpw
 
 #include "x86_kdecode.inc"
 
-/* ---- packed Q4_0 / Q8_0 (x86_packed.inc) and Q4_K / Q6_K (x86_packed_k.inc) --------------- */
+/* ---- packed Q4_0 / Q8_0 (x86_packed.inc) and Q4_K / Q6_K (x86_packed_k.inc), one driver --- */
 
 #include "x86_packed.inc"
 #include "x86_packed_k.inc"
-#define X86_LEVEL_PACKING {X86_PACKING_LEGACY, X86_PACKING_K}
+#include "x86_packed_drive.inc"
 
 /* ---- float weights (F32, F16, BF16) ----------------------------------------------------- */
 

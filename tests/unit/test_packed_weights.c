@@ -3,7 +3,8 @@
  * packed form equals wisp_matmul_reference over the original bit for bit,
  * for rows around the 16-row groups (1..100), rows of 1..48 blocks and the
  * longest packed (16384 elements), 1..19
- * activation rows around the 8-row passes, realistic and raw-byte weights,
+ * activation rows around the 8-row passes (more than one pass over
+ * matrices larger than a tile: the groups then go tile by tile), realistic and raw-byte weights,
  * any row range (group-aligned splits and ragged ones), packing in pieces;
  * nothing outside [r0, r1) is written; a packed weight is as large as the
  * original rounded up to whole groups, and rows too long are left in place. */
@@ -128,7 +129,9 @@ static int check_level(const wisp_kernels *k) {
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
             for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
                 for (int raw = 0; raw < 2; raw++)
-                    if (blocks[b] < most || rows[r] == 17) check_case(k, type, rows[r], blocks[b] * len, raw);
+                    /* the longest rows at 100 rows: a prompt's product then runs in tiles of groups */
+                    if (blocks[b] < most || rows[r] == 17 || rows[r] == 100)
+                        check_case(k, type, rows[r], blocks[b] * len, raw);
         CHECK(pk->bytes(16, (most + 1) * len) == 0, "%s %s: rows of %lld blocks should stay in place", k->name,
               wisp_type_info_of(type)->name, (long long)(most + 1));
         printf("  %s %s packed: %s\n", k->name, wisp_type_info_of(type)->name,
