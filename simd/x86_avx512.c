@@ -183,6 +183,7 @@ INL void transpose_x8(const group *g, size_t at, vi q[8]) {
 }
 
 #include "x86_quant.inc"
+#include "x86_dequant_t.inc"
 
 /* ---- decode (x86_decode.inc) ----------------------------------------------------------- */
 

@@ -12,7 +12,7 @@
 #include "types.h"
 
 static const char *const family_names[KC_FAMILIES] = {
-    "dots", "axpy", "rmsnorm", "silu", "convert", "quantize", "matmul-q", "matmul-f", "attention", "heads", "softmax",
+    "dots", "axpy", "rmsnorm", "silu", "convert", "quantize", "matmul-q", "matmul-f", "attention", "heads", "softmax", "dequant-t",
 };
 
 /* ---- families and their contracts ------------------------------------------------ */
@@ -475,6 +475,55 @@ static void check_matmuls(kc_run *r) {
     }
 }
 
+/* ---- the backward pass's transposed tiles ------------------------------------------ */
+
+/* dequant_t against the reference, bit for bit: row ranges on and off the
+ * levels' row groups, column ranges of whole blocks (the contract: kernels.h),
+ * quantized and raw-byte weights, a tile wider than its rows (ld >
+ * rows) whose extra lane must stay untouched. */
+static void check_dequant_t(kc_run *r) {
+    static const int types[] = {WISP_TYPE_Q4_0, WISP_TYPE_Q4_1, WISP_TYPE_Q5_0, WISP_TYPE_Q5_1, WISP_TYPE_Q8_0,
+                                WISP_TYPE_IQ4_NL, WISP_TYPE_Q2_K, WISP_TYPE_Q3_K, WISP_TYPE_Q4_K, WISP_TYPE_Q5_K,
+                                WISP_TYPE_Q6_K};
+    enum { ROWS_ALL = 33, COLS_MAX = 256 };
+    static const int row_ranges[][2] = {{0, 33}, {3, 20}, {16, 17}, {5, 21}, {31, 33}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const int type = types[i];
+        if (r->k->dequant_t[type] == wisp_dequant_t_reference) continue;
+        const wisp_type_info *ti = wisp_type_info_of(type);
+        const int64_t be = ti->block_elems, n = be == WISP_QK_K ? 3 * be : 18 * be;
+        const int64_t col_ranges[][2] = {{0, be}, {be, 2 * be}, {n - be, n}, {0, COLS_MAX / be * be}, {2 * be, 3 * be}};
+        for (int raw = 0; raw < 2; raw++) {
+            r->used = 0;
+            const size_t wb = wisp_type_row_bytes(type, n), tile = (size_t)COLS_MAX * (ROWS_ALL + 1);
+            uint8_t *w = take(r, wb * ROWS_ALL);
+            float *row = take(r, sizeof(float) * (size_t)n), *got = take(r, sizeof(float) * tile),
+                  *want = take(r, sizeof(float) * tile);
+            if (!w || !row || !got || !want) return;
+            for (int k = 0; k < ROWS_ALL; k++) {
+                uint8_t *wr = w + (size_t)k * wb;
+                fill_gauss(r, row, n, 0.05f);
+                ti->quantize(row, wr, n);
+                if (!raw) continue;
+                fill_bytes(r, wr, wb);
+                for (int64_t b = 0; b < n / be; b++) sane_scales(r, type, wr + (size_t)b * ti->block_bytes);
+            }
+            for (size_t a = 0; a < sizeof row_ranges / sizeof row_ranges[0]; a++)
+                for (size_t c = 0; c < sizeof col_ranges / sizeof col_ranges[0]; c++) {
+                    const int64_t r0 = row_ranges[a][0], r1 = row_ranges[a][1], c0 = col_ranges[c][0],
+                                  c1 = col_ranges[c][1], ld = r1 - r0 + 1;
+                    for (size_t e = 0; e < tile; e++) got[e] = want[e] = -7.0f;
+                    wisp_dequant_t_reference(w, wb, type, r0, r1, c0, c1, want, ld);
+                    r->k->dequant_t[type](w, wb, type, r0, r1, c0, c1, got, ld);
+                    const bool same = memcmp(got, want, sizeof(float) * (size_t)((c1 - c0) * ld)) == 0;
+                    verdict(r, KC_DEQUANT_T, same, "%s %s rows [%lld, %lld) columns [%lld, %lld): the tile differs",
+                            ti->name, raw ? "raw" : "quantized", (long long)r0, (long long)r1, (long long)c0,
+                            (long long)c1);
+                }
+        }
+    }
+}
+
 /* ---- attention's inner loops ----------------------------------------------------- */
 
 /* Key/value rows of hd elements `stride` bytes apart, aligned to their
@@ -869,6 +918,7 @@ long kc_check_all(kc_run *run) {
     check_quantizer(run, WISP_TYPE_Q8_1);
     check_quantizer(run, WISP_TYPE_Q8_K);
     check_matmuls(run);
+    check_dequant_t(run);
     check_attention(run);
     check_attention_heads(run);
     check_softmax(run);

@@ -24,6 +24,9 @@
  *               F16 and F32 caches, rows aligned to their element only
  *   heads       attn_scores_heads / attn_values_heads, 1..9 query heads
  *   softmax     max_f32 exactly; softmax_exp within relative 2^-20
+ *   dequant-t   the backward pass's transposed tiles of every quantized
+ *               type, row ranges on and off the row groups, column
+ *               ranges of whole blocks: bit for bit
  *
  * Error bounds are the family's stated contract (simd/x86.h for x86,
  * simd/vec128_kernels.inc for the 128-bit levels, simd/cortexm_dsp.h): a
@@ -55,6 +58,7 @@ enum {
     KC_ATTENTION,
     KC_HEADS,
     KC_SOFTMAX,
+    KC_DEQUANT_T,
     KC_FAMILIES
 };
 
