@@ -16,10 +16,12 @@
  *    reduces 8 rows' sums to one row per lane, then takes the float steps
  *    super-block after super-block; AVX-512's packed Q4_0/Q8_0,
  *    x86_packed.inc, and packed Q4_K/Q6_K, x86_packed_k.inc, have one row
- *    per lane from the start). So any row split,
+ *    per lane from the start, in any order of groups: x86_packed_drive.inc's
+ *    tiles). So any row split,
  *    tile shape, batch size or weight layout gives the same bits;
- *  - activation quantization (Q8_0, Q8_1, Q8_K), axpy, scale and the
- *    F16/BF16 conversions: bit for bit;
+ *  - activation quantization (Q8_0, Q8_1, Q8_K), axpy, scale, the
+ *    F16/BF16 conversions and the backward pass's transposed tiles
+ *    (x86_dequant_t.inc): bit for bit;
  *  - F32/F16/BF16 matmuls and the dot products sum in another order (one
  *    accumulator per lane, fused multiply-adds): |fast - ref| <=
  *    (n/8 + n/32 + 40) * 2^-24 * sum|w_i x_i| (both orders' worst-case
