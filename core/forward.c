@@ -14,14 +14,27 @@
 #include "layer_ops.h"
 #include "rope.h"
 
-/* Row `id` of the token embedding as floats (any weight type). */
+#define UNPACKED_BLOCK_MAX 256 /* bytes: the largest block a level packs (Q6_K, 210) */
+
+/* Row `id` of the token embedding as floats (any weight type). A packed
+ * embedding (the tied output's copy) is read there, a block at a time,
+ * since the file's pages under it were released after packing. */
 void wisp_embed_row(const wisp_exec *e, const wisp_weight *w, int32_t id, float *out) {
+    const wisp_type_info *ti = wisp_type_info_of(w->type);
+    if (w->packed && e->k.packing[w->type].unpack_block && ti->block_bytes <= UNPACKED_BLOCK_MAX) {
+        uint8_t block[UNPACKED_BLOCK_MAX];
+        for (int64_t b = 0; b < w->cols / ti->block_elems; b++) {
+            e->k.packing[w->type].unpack_block(w->packed, w->cols, id, b, block);
+            ti->dequantize(block, out + b * ti->block_elems, ti->block_elems);
+        }
+        return;
+    }
     const uint8_t *row = w->data + (size_t)id * w->row_bytes;
     switch (w->type) {
     case WISP_TYPE_F32: memcpy(out, row, (size_t)w->cols * sizeof(float)); break;
     case WISP_TYPE_F16: e->k.f16_to_f32((const uint16_t *)(const void *)row, out, w->cols); break;
     case WISP_TYPE_BF16: e->k.bf16_to_f32((const uint16_t *)(const void *)row, out, w->cols); break;
-    default: wisp_type_info_of(w->type)->dequantize(row, out, w->cols); break;
+    default: ti->dequantize(row, out, w->cols); break;
     }
 }
 

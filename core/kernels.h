@@ -46,8 +46,9 @@ typedef void (*wisp_dequant_t_fn)(const uint8_t *w, size_t row_bytes, int32_t ty
 /* A weight type that a level multiplies faster from its own layout, made
  * once at init into planned arena memory (core/packed_weights.c): the
  * weights of a row group side by side, as the level's vectors take them.
- * The original stays where it lies and serves everything else (embedding
- * rows, the backward pass, merging, levels without packing). */
+ * The original stays where it lies and serves everything else (the
+ * backward pass, merging, levels without packing), except the rows of a
+ * token embedding the output is tied to (unpack_block below). */
 typedef struct wisp_packing {
     /* Bytes of the packed form of a rows x cols weight; 0 leaves that shape in place. */
     size_t (*bytes)(int64_t rows, int64_t cols);
@@ -57,6 +58,11 @@ typedef struct wisp_packing {
     /* The product with a->w the packed form (a->w_row_bytes unused): the
      * same bits as the reference over the original, for any [r0, r1). */
     wisp_matmul_fn matmul;
+    /* Row r's block b (the type's block length of columns) of the packed
+     * form, back in the original's bytes: the token embedding, when the
+     * output is tied to it, reads its rows here, and the file's pages of the
+     * matrix stay released. */
+    void (*unpack_block)(const uint8_t *packed, int64_t cols, int64_t r, int64_t b, uint8_t *out);
 } wisp_packing;
 
 #define WISP_PACK_GROUP 16 /* rows per packed group */

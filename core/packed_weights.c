@@ -91,6 +91,8 @@ void wisp_packed_weights_layout(wisp_layout *lay, wisp_model *m, const wisp_kern
     }
     /* then the weights products read: the output, then each layer's projections */
     pack_weight(lay, k, e, &m->output, done, user);
+    /* a tied embedding is the output's matrix: its rows are read from the copy (wisp_embed_row) */
+    if (hp->tied_output && m->tok_embd.data == m->output.data) m->tok_embd.packed = m->output.packed;
     for (int l = 0; l < hp->n_layers; l++) {
         wisp_layer *L = layer_of(m, l, &one);
         for (int p = 0; p < WISP_PROJ_COUNT; p++) pack_weight(lay, k, e, &L->proj[p], done, user);

@@ -1,8 +1,9 @@
 /* The kernel level's packed copies of a model's matrices (kernels.h
  * wisp_packing): planned and made once at init, in part "packed_weights",
  * for every weight that a product reads and whose type and shape the level
- * packs. Products then read the copy; everything else (embedding rows, the
- * backward pass, merging) keeps using the original where it lies. When
+ * packs. Products then read the copy, and so do the rows of a token
+ * embedding the output is tied to; everything else (the backward pass,
+ * merging) keeps using the original where it lies. When
  * anything is packed, the norm and bias vectors are copied there too. */
 #ifndef WISP_PACKED_WEIGHTS_H
 #define WISP_PACKED_WEIGHTS_H

@@ -7,7 +7,8 @@
  * matrices larger than a tile: the groups then go tile by tile), realistic and raw-byte weights,
  * any row range (group-aligned splits and ragged ones), packing in pieces;
  * nothing outside [r0, r1) is written; a packed weight is as large as the
- * original rounded up to whole groups, and rows too long are left in place. */
+ * original rounded up to whole groups, and rows too long are left in place;
+ * every block reads back from the packed form as the original's bytes. */
 #include "check.h"
 #include "half.h"
 #include "kernels.h"
@@ -64,6 +65,18 @@ static void check_case(const wisp_kernels *k, int type, int64_t rows, int64_t co
     int64_t mid = groups / 2; /* packed in two pieces, the second first */
     pk->pack(packed, w, rb, rows, cols, mid, groups);
     pk->pack(packed, w, rb, rows, cols, 0, mid);
+    /* every block of every row reads back as the original's bytes (the tied embedding's rows) */
+    const wisp_type_info *info = wisp_type_info_of(type);
+    int64_t unlike = 0;
+    uint8_t back[256];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t b = 0; b < cols / info->block_elems; b++) {
+            memset(back, 0x5a, sizeof back);
+            pk->unpack_block(packed, cols, r, b, back);
+            unlike += memcmp(back, w + (size_t)r * rb + (size_t)b * info->block_bytes, info->block_bytes) != 0;
+        }
+    CHECK(!unlike, "%s %s %s %lldx%lld: %lld blocks read back from the packed form differ from the original", k->name,
+          tn, raw ? "raw" : "quantized", (long long)rows, (long long)cols, (long long)unlike);
 
     float *xf = malloc(sizeof(float) * (size_t)cols);
     uint8_t *x = malloc(xb * MAX_TOK);
@@ -119,8 +132,9 @@ static int check_level(const wisp_kernels *k) {
     for (int type = 0; type < WISP_TYPE_COUNT; type++) {
         const wisp_packing *pk = &k->packing[type];
         if (!pk->bytes) continue;
-        CHECK(pk->pack && pk->matmul, "%s packs %s but has no pack or matmul", k->name, wisp_type_info_of(type)->name);
-        if (!pk->pack || !pk->matmul) continue;
+        CHECK(pk->pack && pk->matmul && pk->unpack_block, "%s packs %s but has no pack, matmul or unpack_block",
+              k->name, wisp_type_info_of(type)->name);
+        if (!pk->pack || !pk->matmul || !pk->unpack_block) continue;
         int before = check_failures;
         /* a packed row holds at most 16384 elements: 512 blocks of 32, 64 super-blocks of 256 */
         const int64_t len = wisp_type_info_of(type)->block_elems, most = 16384 / len;
