@@ -100,6 +100,7 @@ typedef struct wisp_train {
     float *dkh, *dvh;/* [B][KVH][S][hd] */
     float *dsum;     /* [T][H] rowsum(dO * O) per query */
     float *dh;       /* [T][rank] gradient of A x */
+    float *lora_bt;  /* [rank][max n_out] a pair's B transposed, or its gradient's, in the backward pass */
     float *drop;     /* [T][max n_in] dropped-out LoRA input (dropout > 0 only) */
     float *dora_z;   /* DoRA: [T][max n_out] W x + s B A x of a projection, then its gradient */
     float *dora_row; /* DoRA: [n_threads][max n_in] dequantized rows for the norms */

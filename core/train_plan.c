@@ -181,7 +181,7 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
     void *params = take(c, n_params, f, WISP_PART_LORA);
     void *pairs = take(c, n_pairs, sizeof(wisp_lora_pair), WISP_PART_LORA);
     void *pair_of = take(c, L * WISP_PROJ_COUNT, sizeof(int32_t), WISP_PART_LORA);
-    size_t n_rows = 0, max_out = 0; /* DoRA: output rows of all pairs, and of the widest */
+    size_t n_rows = 0, max_out = 0; /* output rows of all pairs (DoRA), and of the widest */
     for (int p = 0; p < WISP_PROJ_COUNT; p++) {
         int32_t n_in, n_out;
         proj_shape(hp, p, &n_in, &n_out);
@@ -249,6 +249,7 @@ static void layout(wisp_layout *c, const wisp_gguf *g, const wisp_hparams *hp, c
     w.dvh = take(c, T * KV, f, P);
     w.dsum = take(c, T * H, f, P);
     w.dh = take(c, T * r, f, P);
+    if (max_out > 0 && r > 0) w.lora_bt = take(c, max_out * r, f, P);
     if (tc->dropout > 0) w.drop = take(c, T * max_in, f, P);
     if (tc->dora) {
         w.dora_z = take(c, T * max_out, f, P);
