@@ -462,13 +462,16 @@ static void check_matmul_float(kc_run *r, int type, int *shift) {
     }
 }
 
+/* Every weight type a level can multiply: the quantized ones, then the float ones. */
+static const int weight_types[] = {WISP_TYPE_Q4_0, WISP_TYPE_Q4_1, WISP_TYPE_Q5_0, WISP_TYPE_Q5_1, WISP_TYPE_Q8_0,
+                                   WISP_TYPE_IQ4_NL, WISP_TYPE_Q2_K, WISP_TYPE_Q3_K, WISP_TYPE_Q4_K, WISP_TYPE_Q5_K,
+                                   WISP_TYPE_Q6_K, WISP_TYPE_F32, WISP_TYPE_F16, WISP_TYPE_BF16};
+#define N_WEIGHT_TYPES (sizeof weight_types / sizeof weight_types[0])
+
 static void check_matmuls(kc_run *r) {
-    static const int types[] = {WISP_TYPE_Q4_0, WISP_TYPE_Q4_1, WISP_TYPE_Q5_0, WISP_TYPE_Q5_1, WISP_TYPE_Q8_0,
-                                WISP_TYPE_IQ4_NL, WISP_TYPE_Q2_K, WISP_TYPE_Q3_K, WISP_TYPE_Q4_K, WISP_TYPE_Q5_K,
-                                WISP_TYPE_Q6_K, WISP_TYPE_F32, WISP_TYPE_F16, WISP_TYPE_BF16};
     int shift = 0;
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        const int type = types[i];
+    for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+        const int type = weight_types[i];
         if (r->k->matmul[type] == wisp_matmul_reference) continue;
         if (is_float_type(type)) check_matmul_float(r, type, &shift);
         else check_matmul_quantized(r, type, &shift);
@@ -482,14 +485,11 @@ static void check_matmuls(kc_run *r) {
  * quantized and raw-byte weights, a tile wider than its rows (ld >
  * rows) whose extra lane must stay untouched. */
 static void check_dequant_t(kc_run *r) {
-    static const int types[] = {WISP_TYPE_Q4_0, WISP_TYPE_Q4_1, WISP_TYPE_Q5_0, WISP_TYPE_Q5_1, WISP_TYPE_Q8_0,
-                                WISP_TYPE_IQ4_NL, WISP_TYPE_Q2_K, WISP_TYPE_Q3_K, WISP_TYPE_Q4_K, WISP_TYPE_Q5_K,
-                                WISP_TYPE_Q6_K};
     enum { ROWS_ALL = 33, COLS_MAX = 256 };
     static const int row_ranges[][2] = {{0, 33}, {3, 20}, {16, 17}, {5, 21}, {31, 33}};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        const int type = types[i];
-        if (r->k->dequant_t[type] == wisp_dequant_t_reference) continue;
+    for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+        const int type = weight_types[i];
+        if (is_float_type(type) || r->k->dequant_t[type] == wisp_dequant_t_reference) continue;
         const wisp_type_info *ti = wisp_type_info_of(type);
         const int64_t be = ti->block_elems, n = be == WISP_QK_K ? 3 * be : 18 * be;
         const int64_t col_ranges[][2] = {{0, be}, {be, 2 * be}, {n - be, n}, {0, COLS_MAX / be * be}, {2 * be, 3 * be}};
