@@ -90,6 +90,16 @@ static VEC128_ALWAYS int32_t v8_hsum(v8 a) {
 
 static VEC128_ALWAYS pv pv_prep(v8 a) { return a; }
 
+/* Bit fields of packed weight bytes, prepared: (byte >> shift) & mask for
+ * each of the 16 bytes, in the lane order pv_prep_pairs gives activations
+ * (here the natural one); pv_or and pv_shl combine fields (values < 128),
+ * pv_sub_splat takes a type's offset off its levels. */
+static VEC128_ALWAYS pv pv_fields(v8 q, int shift, int mask) { return v8_and(v8_shr(q, shift), v8_splat(mask)); }
+static VEC128_ALWAYS pv pv_prep_pairs(v8 a) { return a; }
+static VEC128_ALWAYS pv pv_or(pv a, pv b) { return v8_or(a, b); }
+static VEC128_ALWAYS pv pv_shl(pv a, int n) { return v8_shl(a, n); }
+static VEC128_ALWAYS pv pv_sub_splat(pv a, int n) { return v8_sub(a, v8_splat(n)); }
+
 static VEC128_ALWAYS v32 pv_dot(v32 acc, pv a, pv b) {
 #if defined(VEC128_DOTPROD)
 #if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD)

@@ -61,6 +61,35 @@ static VEC128_ALWAYS pv pv_prep(v8 a) {
     return p;
 }
 
+/* Bit fields of packed weight bytes, prepared: (byte >> shift) & mask for
+ * each of the 16 bytes, even bytes in .lo and odd ones in .hi, cut straight
+ * out of 16-bit lanes (two shifts and ands, where widening bytes and then
+ * taking fields costs twice as much). pv_prep_pairs prepares activations in
+ * that order; pv_or and pv_shl combine fields (values < 128), pv_sub_splat
+ * takes a type's offset off its levels. */
+static VEC128_ALWAYS pv pv_fields(v8 q, int shift, int mask) {
+    const v128_t m = wasm_i16x8_splat((int16_t)mask);
+    pv p = {wasm_v128_and(wasm_u16x8_shr(q, (uint32_t)shift), m), wasm_v128_and(wasm_u16x8_shr(q, (uint32_t)shift + 8), m)};
+    return p;
+}
+static VEC128_ALWAYS pv pv_prep_pairs(v8 a) {
+    pv p = {wasm_i16x8_shr(wasm_i16x8_shl(a, 8), 8), wasm_i16x8_shr(a, 8)};
+    return p;
+}
+static VEC128_ALWAYS pv pv_or(pv a, pv b) {
+    pv p = {wasm_v128_or(a.lo, b.lo), wasm_v128_or(a.hi, b.hi)};
+    return p;
+}
+static VEC128_ALWAYS pv pv_shl(pv a, int n) {
+    pv p = {wasm_i16x8_shl(a.lo, (uint32_t)n), wasm_i16x8_shl(a.hi, (uint32_t)n)};
+    return p;
+}
+static VEC128_ALWAYS pv pv_sub_splat(pv a, int n) {
+    const v128_t s = wasm_i16x8_splat((int16_t)n);
+    pv p = {wasm_i16x8_sub(a.lo, s), wasm_i16x8_sub(a.hi, s)};
+    return p;
+}
+
 static VEC128_ALWAYS v32 pv_dot(v32 acc, pv a, pv b) {
     acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(a.lo, b.lo));
     return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(a.hi, b.hi));

@@ -422,14 +422,15 @@ static void check_matmul_quantized(kc_run *r, int type, int *shift) {
     const int blk = wisp_type_info_of(type)->block_elems;
     /* blocks per row: 1..18 around the tiles; 50: x86 decode's 16-block
      * chunks and a remainder; 133: the 128-bit decode's 64-block passes
-     * (two full, one short). Super-blocks of 256: up to 7. */
-    static const int blocks32[] = {1, 2, 3, 7, 9, 18, 50, 133}, blocks256[] = {1, 2, 3, 4, 7};
+     * (two full, one short). Super-blocks of 256: up to 7, and 33 for the
+     * 128-bit K-quant decode's 16-super-block passes. */
+    static const int blocks32[] = {1, 2, 3, 7, 9, 18, 50, 133}, blocks256[] = {1, 2, 3, 4, 7, 33};
     const int *blocks = blk == WISP_QK_K ? blocks256 : blocks32;
-    const int n_blocks = blk == WISP_QK_K ? 5 : 8;
+    const int n_blocks = blk == WISP_QK_K ? 6 : 8;
     for (int bi = 0; bi < n_blocks; bi++)
         for (int raw = 0; raw < 2; raw++) {
             const int nb = blocks[bi], long_row = nb > 18;
-            const int max_rows = nb > 50 ? 17 : 40, max_tok = long_row ? 5 : 33;
+            const int max_rows = long_row && blk == WISP_QK_K ? 9 : nb > 50 ? 17 : 40, max_tok = long_row ? 5 : 33;
             fixture f;
             *shift = (*shift + 1) % 4;
             if (!fixture_make(r, &f, type, (int64_t)blk * nb, max_rows, max_tok, raw, *shift)) return;
