@@ -4,7 +4,9 @@
 // next to the native CLI's decode on the same model and threads, on the same
 // GGUF files:
 // SmolLM2-135M-shaped Q8_0 and Q4_0 (random weights from `wisp make-model`,
-// with SmolLM2's real vocabulary), a TinyLlama-1.1B-shaped Q4_0 and stories260K. Reports decode and prefill
+// with SmolLM2's real vocabulary), TinyLlama-1.1B-shaped Q4_0 and Q4_K_M (the
+// K-quant mix most downloads use) and stories260K; BENCH_MODELS=tinyllama,q8_0
+// keeps the rows whose name contains one of the words. Reports decode and prefill
 // tokens/s, time to first token, peak memory (the renderer process's peak
 // RSS, and wisp's wasm memory), load time, .wasm sizes, and LoRA fine-tuning
 // tokens/s in the browser next to the native CLI's for the same settings.
@@ -50,19 +52,25 @@ for (const type of ['q8_0', 'q4_0']) {
     log(`making ${path.basename(file)} with wisp make-model`);
     execFileSync(WISP, ['make-model', '--like', 'smollm2-135m', '--type', type, '--vocab-from', vocab, '-o', file], { stdio: 'ignore' });
   }
-  models.push({ name: `SmolLM2-135M-shaped ${type.toUpperCase()}`, url: `/models/${path.basename(file)}`, file });
+  models.push({ name: `SmolLM2-135M-shaped ${type.toUpperCase()}`, url: `/models/${path.basename(file)}`, file, finetune: type === 'q8_0' });
 }
-// A 1B-parameter shape next to SmolLM2: TinyLlama-1.1B-shaped Q4_0 with Llama's vocabulary.
-{
-  const file = path.join(OUT, 'models', 'tinyllama-1.1b-q4_0.gguf');
+// A 1B-parameter shape next to SmolLM2: TinyLlama-1.1B-shaped, with Llama's vocabulary.
+for (const type of ['q4_0', 'q4_k_m']) {
+  const file = path.join(OUT, 'models', `tinyllama-1.1b-${type}.gguf`);
   const llamaVocab = path.join(SHARED, 'models', 'tokenizers', 'llamacpp-vocab', 'ggml-vocab-llama-spm.gguf');
   if (!existsSync(file)) {
     log(`making ${path.basename(file)} with wisp make-model`);
-    execFileSync(WISP, ['make-model', '--like', 'tinyllama-1.1b', '--type', 'q4_0', '--vocab-from', llamaVocab, '-o', file], { stdio: 'ignore' });
+    execFileSync(WISP, ['make-model', '--like', 'tinyllama-1.1b', '--type', type, '--vocab-from', llamaVocab, '-o', file], { stdio: 'ignore' });
   }
-  models.push({ name: 'TinyLlama-1.1B-shaped Q4_0', url: `/models/${path.basename(file)}`, file });
+  models.push({ name: `TinyLlama-1.1B-shaped ${type.toUpperCase()}`, url: `/models/${path.basename(file)}`, file });
 }
-models.push({ name: 'stories260K (F32)', url: '/shared-models/stories260K.gguf', file: stories });
+models.push({ name: 'stories260K (F32)', url: '/shared-models/stories260K.gguf', file: stories, finetune: true });
+const only = (process.env.BENCH_MODELS || '').toLowerCase().split(',').filter(Boolean);
+if (only.length) {
+  const kept = models.filter((m) => only.some((w) => m.name.toLowerCase().includes(w)));
+  if (!kept.length) throw new Error(`BENCH_MODELS=${process.env.BENCH_MODELS} matches none of: ${models.map((m) => m.name).join(', ')}`);
+  models.splice(0, models.length, ...kept);
+}
 
 // ---- the browser ----
 
@@ -236,8 +244,9 @@ for (const m of models) {
     }
     log(`native wisp on ${m.name}, ${threads} thread(s)…`);
     row.nativeSpeed = nativeSpeed(m.file, threads, row.wisp?.promptTokens ?? 120);
-    // Fine-tuning in a browser of its own, so its memory is not counted as inference's.
-    if (!m.name.includes('Q4_0')) {
+    // Fine-tuning (SmolLM2 Q8_0 and stories260K) in a browser of its own, so its
+    // memory is not counted as inference's.
+    if (m.finetune) {
       log(`wisp fine-tuning on ${m.name}, ${threads} thread(s)…`);
       const r = await measure({ ...query, n: '4', finetune: small ? '8' : '3', ftopts: JSON.stringify(ftOpts) })
         .catch((e) => ({ error: e.message }));
