@@ -423,7 +423,8 @@ static void check_matmul_quantized(kc_run *r, int type, int *shift) {
     /* blocks per row: 1..18 around the tiles; 50: x86 decode's 16-block
      * chunks and a remainder; 133: the 128-bit decode's 64-block passes
      * (two full, one short). Super-blocks of 256: up to 7, and 33 for the
-     * 128-bit K-quant decode's 16-super-block passes. */
+     * 128-bit K-quant decode's 16-super-block passes, on at most 9 rows (more
+     * would not fit KC_SCRATCH_BYTES, which the firmware holds statically). */
     static const int blocks32[] = {1, 2, 3, 7, 9, 18, 50, 133}, blocks256[] = {1, 2, 3, 4, 7, 33};
     const int *blocks = blk == WISP_QK_K ? blocks256 : blocks32;
     const int n_blocks = blk == WISP_QK_K ? 6 : 8;
