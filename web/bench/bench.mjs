@@ -45,31 +45,32 @@ const stories = path.join(SHARED, 'models', 'stories260K.gguf');
 const vocab = path.join(SHARED, 'models', 'tokenizers', 'llamacpp-vocab', 'ggml-vocab-smollm2.gguf');
 const corpus = path.join(SHARED, 'data', 'tinyshakespeare.txt');
 for (const f of [stories, vocab, corpus]) if (!existsSync(f)) { log(`SKIP: missing ${f}`); process.exit(0); }
-const models = [];
-for (const type of ['q8_0', 'q4_0']) {
-  const file = path.join(OUT, 'models', `smollm2-135m-${type}.gguf`);
-  if (!existsSync(file)) {
-    log(`making ${path.basename(file)} with wisp make-model`);
-    execFileSync(WISP, ['make-model', '--like', 'smollm2-135m', '--type', type, '--vocab-from', vocab, '-o', file], { stdio: 'ignore' });
-  }
-  models.push({ name: `SmolLM2-135M-shaped ${type.toUpperCase()}`, url: `/models/${path.basename(file)}`, file, finetune: type === 'q8_0' });
-}
-// A 1B-parameter shape next to SmolLM2: TinyLlama-1.1B-shaped, with Llama's vocabulary.
-for (const type of ['q4_0', 'q4_k_m']) {
-  const file = path.join(OUT, 'models', `tinyllama-1.1b-${type}.gguf`);
-  const llamaVocab = path.join(SHARED, 'models', 'tokenizers', 'llamacpp-vocab', 'ggml-vocab-llama-spm.gguf');
-  if (!existsSync(file)) {
-    log(`making ${path.basename(file)} with wisp make-model`);
-    execFileSync(WISP, ['make-model', '--like', 'tinyllama-1.1b', '--type', type, '--vocab-from', llamaVocab, '-o', file], { stdio: 'ignore' });
-  }
-  models.push({ name: `TinyLlama-1.1B-shaped ${type.toUpperCase()}`, url: `/models/${path.basename(file)}`, file });
-}
-models.push({ name: 'stories260K (F32)', url: '/shared-models/stories260K.gguf', file: stories, finetune: true });
+// Random-weight models from `wisp make-model` with a real vocabulary, made
+// (once) only for the rows BENCH_MODELS keeps.
+const llamaVocab = path.join(SHARED, 'models', 'tokenizers', 'llamacpp-vocab', 'ggml-vocab-llama-spm.gguf');
+const made = (label, like, type, vocabFile, finetune = false) => {
+  const file = path.join(OUT, 'models', `${like}-${type}.gguf`);
+  return { name: `${label}-shaped ${type.toUpperCase()}`, url: `/models/${path.basename(file)}`, file, make: { like, type, vocabFile }, finetune };
+};
+let models = [
+  made('SmolLM2-135M', 'smollm2-135m', 'q8_0', vocab, true),
+  made('SmolLM2-135M', 'smollm2-135m', 'q4_0', vocab),
+  // A 1B-parameter shape next to SmolLM2, with Llama's vocabulary.
+  made('TinyLlama-1.1B', 'tinyllama-1.1b', 'q4_0', llamaVocab),
+  made('TinyLlama-1.1B', 'tinyllama-1.1b', 'q4_k_m', llamaVocab),
+  { name: 'stories260K (F32)', url: '/shared-models/stories260K.gguf', file: stories, finetune: true },
+];
 const only = (process.env.BENCH_MODELS || '').toLowerCase().split(',').filter(Boolean);
 if (only.length) {
   const kept = models.filter((m) => only.some((w) => m.name.toLowerCase().includes(w)));
   if (!kept.length) throw new Error(`BENCH_MODELS=${process.env.BENCH_MODELS} matches none of: ${models.map((m) => m.name).join(', ')}`);
-  models.splice(0, models.length, ...kept);
+  models = kept;
+}
+for (const m of models) {
+  if (!m.make || existsSync(m.file)) continue;
+  log(`making ${path.basename(m.file)} with wisp make-model`);
+  execFileSync(WISP, ['make-model', '--like', m.make.like, '--type', m.make.type, '--vocab-from', m.make.vocabFile, '-o', m.file],
+    { stdio: 'ignore' });
 }
 
 // ---- the browser ----
