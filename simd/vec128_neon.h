@@ -99,6 +99,10 @@ static VEC128_ALWAYS pv pv_prep_pairs(v8 a) { return a; }
 static VEC128_ALWAYS pv pv_or(pv a, pv b) { return v8_or(a, b); }
 static VEC128_ALWAYS pv pv_shl(pv a, int n) { return v8_shl(a, n); }
 static VEC128_ALWAYS pv pv_sub_splat(pv a, int n) { return v8_sub(a, v8_splat(n)); }
+/* Q4_K's nibbles (see vec128_wasm.h): plain fields here, as levels above
+ * 127 would not fit the signed bytes the dot products take. */
+#define PV_NIBBLES_LOG2 0
+static VEC128_ALWAYS pv pv_nibbles(v8 q, int high) { return pv_fields(q, 4 * high, 15); }
 
 static VEC128_ALWAYS v32 pv_dot(v32 acc, pv a, pv b) {
 #if defined(VEC128_DOTPROD)
@@ -159,6 +163,7 @@ static VEC128_ALWAYS v32 v32_shl(v32 a, int n) { return vshlq_s32(a, vdupq_n_s32
 static VEC128_ALWAYS v32 v32_shr(v32 a, int n) {
     return vreinterpretq_s32_u32(vshlq_u32(vreinterpretq_u32_s32(a), vdupq_n_s32(-n)));
 }
+static VEC128_ALWAYS v32 v32_sar(v32 a, int n) { return vshlq_s32(a, vdupq_n_s32(-n)); }
 static VEC128_ALWAYS int v32_any(v32 m) {
 #if defined(__aarch64__)
     return vmaxvq_u32(vreinterpretq_u32_s32(m)) != 0;

@@ -90,6 +90,18 @@ static VEC128_ALWAYS pv pv_sub_splat(pv a, int n) {
     return p;
 }
 
+/* Q4_K's nibbles, with fewer shifts than pv_fields takes: pv_nibbles(q, 0)
+ * is pv_fields(q, 0, 15), and pv_nibbles(q, 1) is pv_fields(q, 4, 15) times
+ * 2^PV_NIBBLES_LOG2 (16), the high nibbles masked where they stand. One
+ * shift by 8 serves both halves, where pv_fields(q, 4, 15) shifts by 4 and
+ * by 12. Levels up to 240 still fit the 16-bit lanes. */
+#define PV_NIBBLES_LOG2 4
+static VEC128_ALWAYS pv pv_nibbles(v8 q, int high) {
+    const v128_t m = wasm_i16x8_splat((int16_t)(0x0f << 4 * high));
+    pv p = {wasm_v128_and(q, m), wasm_v128_and(wasm_u16x8_shr(q, 8), m)};
+    return p;
+}
+
 static VEC128_ALWAYS v32 pv_dot(v32 acc, pv a, pv b) {
     acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(a.lo, b.lo));
     return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(a.hi, b.hi));
@@ -124,6 +136,7 @@ static VEC128_ALWAYS v32 v32_gt(v32 a, v32 b) { return wasm_i32x4_gt(a, b); }
 static VEC128_ALWAYS v32 v32_select(v32 m, v32 a, v32 b) { return wasm_v128_bitselect(a, b, m); }
 static VEC128_ALWAYS v32 v32_shl(v32 a, int n) { return wasm_i32x4_shl(a, (uint32_t)n); }
 static VEC128_ALWAYS v32 v32_shr(v32 a, int n) { return wasm_u32x4_shr(a, (uint32_t)n); }
+static VEC128_ALWAYS v32 v32_sar(v32 a, int n) { return wasm_i32x4_shr(a, (uint32_t)n); }
 static VEC128_ALWAYS int v32_any(v32 m) { return wasm_v128_any_true(m); }
 
 static VEC128_ALWAYS int32_t v32_hsum(v32 a) {
