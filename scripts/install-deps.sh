@@ -16,6 +16,7 @@ packages=(
   make gcc clang clang-14 lld-14 libclang-rt-14-dev
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user
   emscripten wasi-libc libclang-rt-14-dev-wasm32 wabt llvm-14
+  clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm64
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
   gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc
   chromium valgrind python3-numpy python3-torch libopenblas0-pthread nodejs

@@ -4,17 +4,15 @@
 #ifndef WISP_WASM_ABI_H
 #define WISP_WASM_ABI_H
 
-#include <emscripten.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "abi_export.h"
 #include "abi_structs.h"
 #include "lora.h"
 #include "peft_prompt.h"
 #include "sampler.h"
 #include "wisp.h"
-
-#define API EMSCRIPTEN_KEEPALIVE
 
 typedef struct ww_model {
     uint8_t *bytes; /* the GGUF, owned (NULL for a header-only plan) */

@@ -11,7 +11,13 @@
 #include "peft.h"
 #include "peft_prompt.h"
 
+/* Output bytes to the JS sink (Module.wispSinkWrite); 0 when JS refused them. */
+#ifdef WISP_WASM64
+__attribute__((import_module("env"), import_name("js_sink_write"))) int js_sink_write(const void *data, size_t n);
+#else
+#include <emscripten.h>
 EM_JS(int, js_sink_write, (const void *data, size_t n), { return Module["wispSinkWrite"](data, n) ? 1 : 0; });
+#endif
 
 static wisp_status js_sink_put(void *user, const void *data, size_t n, wisp_error *err) {
     (void)user;

@@ -10,14 +10,8 @@
  * types matching sizes). */
 #include <stddef.h>
 
+#include "abi_export.h"
 #include "abi_structs.h"
-
-#ifdef __EMSCRIPTEN__
-#include <emscripten.h>
-#define API EMSCRIPTEN_KEEPALIVE
-#else
-#define API
-#endif
 
 enum { R_CONFIG, R_PLAN, R_TRAIN, R_TRAIN_STEP, R_TRAIN_DATA, R_STRINGS, R_COUNT };
 

@@ -49,9 +49,12 @@ EMLDFLAGS_MT := $(EMLDCOMMON) -pthread -sENVIRONMENT=web,worker,node -sEXPORT_NA
                 -sNODEJS_CATCH_EXIT=0 -sNODEJS_CATCH_REJECTION=0 --extern-pre-js wasm/emscripten/node_prelude.js
 WASM_ENGINE_MT := $(WEB_OUT)/dist/wisp-engine-mt.mjs
 
+# The wasm64 build (no Emscripten; defines WASM64_ENGINE).
+include wasm/wasm64/wasm64.mk
+
 .PHONY: web wasm test-web bench-web demo-web web-deps
 
-wasm: $(WASM_ENGINE) $(WASM_ENGINE_MT)
+wasm: $(WASM_ENGINE) $(WASM_ENGINE_MT) $(WASM64_ENGINE)
 web: $(WEB_OUT)/.staged
 
 $(WASM_OBJ_DIR)/%.o: %.c
@@ -72,7 +75,7 @@ $(WASM_ENGINE_MT): $(WASM_MT_OBJ) wasm/emscripten/node_prelude.js
 	echo '{ "type": "commonjs" }' > $(dir $@)package.json
 
 # The package folder: sources copied next to the built engine.
-$(WEB_OUT)/.staged: $(WASM_ENGINE) $(WASM_ENGINE_MT) $(WEB_SRC)
+$(WEB_OUT)/.staged: $(WASM_ENGINE) $(WASM_ENGINE_MT) $(WASM64_ENGINE) $(WEB_SRC)
 	@mkdir -p $(WEB_OUT)
 	@rm -rf $(WEB_OUT)/src $(WEB_OUT)/types $(WEB_OUT)/demo
 	cp -R web/package.json web/README.md web/src web/types web/demo $(WEB_OUT)/

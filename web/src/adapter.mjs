@@ -44,8 +44,9 @@ export class Adapter {
     const out = new Uint8Array(n);
     let off = 0;
     e.module.wispSinkWrite = (ptr, len) => {
-      ptr >>>= 0; // addresses past 2 GiB arrive negative
-      len >>>= 0;
+      // wasm32 hands addresses past 2 GiB over negative; wasm64's are exact
+      if (ptr < 0) ptr += 2 ** 32;
+      if (len < 0) len += 2 ** 32;
       if (off + len > n) return false;
       out.set(e.u8.subarray(ptr, ptr + len), off);
       off += len;

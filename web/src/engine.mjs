@@ -3,6 +3,7 @@
 // disposing a model gives all of its memory back), and small helpers over the
 // C ABI of wasm/abi.c.
 import createWispEngine from '../dist/wisp-engine.mjs';
+import { compileWide, instantiateWide } from './engine64.mjs';
 import { WispError } from './errors.mjs';
 
 export const isNode = typeof process === 'object' && process.versions != null && process.versions.node != null &&
@@ -38,7 +39,8 @@ export function chooseThreads(requested) {
   return { threads, whyNotThreaded: null };
 }
 
-// The two builds: where their .wasm is, the factory, the compiled module.
+// The builds: where their .wasm is, the factory, the compiled module (the
+// wasm64 build has no factory: engine64.mjs instantiates it).
 const builds = {
   single: { wasm: new URL('../dist/wisp-engine.wasm', import.meta.url), factory: async () => createWispEngine, compiled: null },
   threaded: {
@@ -46,18 +48,19 @@ const builds = {
     factory: async () => (await import('../dist/wisp-engine-mt.mjs')).default,
     compiled: null,
   },
+  wasm64: { wasm: new URL('../dist/wisp-engine-64.wasm', import.meta.url), compiled: null },
 };
 
 // Where the .wasm files come from when the default location does not work
-// (a bundler moved them): { wasmUrl, threadedWasmUrl } or, for the
+// (a bundler moved them): { wasmUrl, threadedWasmUrl, wasm64Url } or, for the
 // single-thread build, { wasmBinary } or { wasmModule }.
 export function configureEngine(options = {}) {
-  builds.single.compiled = null;
-  builds.threaded.compiled = null;
+  for (const b of Object.values(builds)) b.compiled = null;
   if (options.wasmModule) builds.single.compiled = Promise.resolve(options.wasmModule);
   else if (options.wasmBinary) builds.single.compiled = WebAssembly.compile(options.wasmBinary);
   else if (options.wasmUrl) builds.single.compiled = compileFrom(new URL(options.wasmUrl, baseUrl()));
   if (options.threadedWasmUrl) builds.threaded.compiled = compileFrom(new URL(options.threadedWasmUrl, baseUrl()));
+  if (options.wasm64Url) builds.wasm64.url = new URL(options.wasm64Url, baseUrl());
 }
 
 function baseUrl() {
@@ -65,16 +68,26 @@ function baseUrl() {
 }
 
 async function compileFrom(url) {
-  if (isNode && url.protocol === 'file:') {
-    const { readFile } = await import('node:fs/promises');
-    return WebAssembly.compile(await readFile(url));
-  }
-  const res = await fetch(url, { credentials: 'same-origin' });
-  if (!res.ok) throw new WispError('io', `cannot fetch the wisp engine from ${url} (HTTP ${res.status})`);
+  if (isNode && url.protocol === 'file:') return WebAssembly.compile(await bytesOf(url));
+  const res = await fetchEngine(url);
   const type = res.headers.get('content-type') || '';
   if (typeof WebAssembly.compileStreaming === 'function' && type.startsWith('application/wasm'))
     return WebAssembly.compileStreaming(res);
   return WebAssembly.compile(await res.arrayBuffer());
+}
+
+async function fetchEngine(url) {
+  const res = await fetch(url, { credentials: 'same-origin' });
+  if (!res.ok) throw new WispError('io', `cannot fetch the wisp engine from ${url} (HTTP ${res.status})`);
+  return res;
+}
+
+async function bytesOf(url) {
+  if (isNode && url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    return readFile(url);
+  }
+  return new Uint8Array(await (await fetchEngine(url)).arrayBuffer());
 }
 
 // The threaded build's worker script must be there before workers are made
@@ -96,9 +109,16 @@ function checkWorkerScript() {
 }
 
 // A fresh instance of the engine with its own memory: the threaded build
-// with `threads - 1` workers next to the calling thread when threads > 1.
-// Rejects when the instance (or one of its workers) cannot start.
-export async function newEngine({ threads = 1 } = {}) {
+// with `threads - 1` workers next to the calling thread when threads > 1;
+// the wasm64 build (one thread) when `wasm64`. Rejects when the instance (or
+// one of its workers) cannot start.
+export async function newEngine({ threads = 1, wasm64 = false } = {}) {
+  if (wasm64) {
+    const b = builds.wasm64;
+    b.compiled ??= bytesOf(b.url ?? b.wasm).then(compileWide);
+    b.compiled.catch(() => { b.compiled = null; }); // a failed fetch is tried again next time
+    return new Engine(await instantiateWide(await b.compiled, UNSIGNED_RESULTS), 1);
+  }
   const build = threads > 1 ? builds.threaded : builds.single;
   if (threads > 1) await checkWorkerScript();
   build.compiled ??= compileFrom(build.wasm);
@@ -223,8 +243,9 @@ export class Engine {
   constructor(mod, threads = 1) {
     // The wrappers live on an object of their own: Emscripten replaces its
     // exports on the module at their first call, which would drop them.
+    // (the wasm64 build's module reads its results right already)
     const abi = Object.create(mod);
-    for (const name of UNSIGNED_RESULTS) {
+    for (const name of mod.wide ? [] : UNSIGNED_RESULTS) {
       const f = mod[`_${name}`];
       abi[`_${name}`] = (...args) => f(...args) >>> 0;
     }
@@ -232,6 +253,8 @@ export class Engine {
     this.mod = abi;
     this.abi = abi;
     this.threaded = threads > 1;
+    /** 'wasm64', 'threaded' or 'single' */
+    this.build = mod.wide ? 'wasm64' : mod._ww_threaded() ? 'threaded' : 'single';
     this.layout = readLayout(abi, (p) => this.cstring(p));
     const wrong = layoutMismatches(this.layout);
     if (wrong.length) throw new WispError('internal', `the wasm engine's records do not match this package: ${wrong.join('; ')}`);
@@ -306,7 +329,10 @@ export class Engine {
 
   alloc(n) {
     const p = this.mod._ww_alloc(n);
-    if (!p) throw new WispError('capacity', `out of wasm memory allocating ${n} bytes (wasm32 memory ends at 4 GiB; this instance holds ${this.memoryBytes})`);
+    if (!p) {
+      const end = this.build === 'wasm64' ? 'wasm64 memory ends at 16 GiB' : 'wasm32 memory ends at 4 GiB';
+      throw new WispError('capacity', `out of wasm memory allocating ${n} bytes (${end}; this instance holds ${this.memoryBytes})`);
+    }
     return p;
   }
 

@@ -14,7 +14,7 @@ const END = -2;
 const FULL = -3;
 
 export const LOAD_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'kernels',
-  'onProgress', 'signal', 'worker', 'threads', 'cache'];
+  'onProgress', 'signal', 'worker', 'threads', 'cache', 'build'];
 export const FINETUNE_OPTIONS = ['rank', 'alpha', 'steps', 'ctx', 'batch', 'lr', 'seed', 'schedule', 'warmup', 'clip', 'format',
   'docs', 'onProgress', 'signal', 'name', 'template', 'packing', 'method', 'beta', 'labelSmoothing', 'lossType',
   'numVirtualTokens', 'promptInitText', 'prefixProjection'];
@@ -75,7 +75,9 @@ export function engineConfig(o = {}) {
     maxTextBytes: o.maxTextBytes ?? 0,
     maxAdapters: o.maxAdapters ?? 4,
     maxLoraRank: o.maxLoraRank ?? 64,
+    build: o.build ?? 'auto',
   };
+  if (!['auto', 'wasm32', 'wasm64'].includes(c.build)) throw new WispError('arg', `build must be 'auto', 'wasm32' or 'wasm64' (got ${c.build})`);
   checkNumber('ctx', c.ctx, { min: 0, max: 1 << 20, integer: true });
   checkNumber('batch', c.batch, { min: 0, max: 1 << 20, integer: true });
   checkNumber('maxTextBytes', c.maxTextBytes, { min: 0, max: 1 << 28, integer: true });
@@ -109,7 +111,7 @@ export class Model {
       name: e.metaString(ptr, 'general.name') ?? name,
       architecture: e.metaString(ptr, 'general.architecture'),
       kernels: e.cstring(e.mod._ww_kernels_name(ptr)),
-      build: e.mod._ww_threaded() ? 'threaded' : 'single',
+      build: e.build,
       source: name,
     };
     /** Figures of the last generation (see generate). */
@@ -131,7 +133,8 @@ export class Model {
       // refused before its bytes are copied (or downloaded).
       const plan = await planPrefix(srcs.map((s) => s.prefix), srcs.map((s) => s.size), cfg, names, options);
       checkFits(plan, names[0]);
-      engine = await newEngine({ threads: cfg.threads }).catch(async (e) => {
+      if (plan.build === 'wasm64') [cfg.threads, cfg.whyNotThreaded] = [plan.config.threads, plan.whyNotThreaded];
+      engine = plan.build === 'wasm64' ? await newEngine({ wasm64: true }) : await newEngine({ threads: cfg.threads }).catch(async (e) => {
         if (cfg.threads === 1) throw e;
         // the threaded build did not start (a worker script that was not
         // served, say): one thread it is, and the model says why

@@ -3,6 +3,7 @@
 // show what a model will need, and which engine build it fits, before
 // downloading gigabytes.
 import { WASM32_LIMIT, newEngine } from './engine.mjs';
+import { WASM64_LIMIT, whyNoMemory64 } from './engine64.mjs';
 import { WispError } from './errors.mjs';
 import { engineConfig, planFinetune } from './model.mjs';
 import { cachedResponse } from './cache.mjs';
@@ -10,10 +11,11 @@ import { openPrefixReader, responseSource, sourceName } from './source.mjs';
 import { modelSources, shardError } from './shards.mjs';
 import { checkOptions } from './util.mjs';
 
-let planner = null; // one small shared engine instance
+// small shared engine instances: wasm32's, and wasm64's for files past 4 GiB
+const planners = { wasm32: null, wasm64: null };
 
 export const PLAN_OPTIONS = ['ctx', 'batch', 'kvType', 'maxTextBytes', 'maxAdapters', 'maxLoraRank', 'kernels', 'signal',
-  'finetune', 'threads', 'cache'];
+  'finetune', 'threads', 'cache', 'build'];
 
 export async function planSource(source, options = {}) {
   checkOptions('plan', options, PLAN_OPTIONS);
@@ -42,12 +44,23 @@ export async function planSource(source, options = {}) {
 // bytes (undefined where unknown); `names` name them in errors.
 export async function planPrefix(readers, fileSizes, cfg, names, options = {}) {
   if (!Array.isArray(readers)) [readers, fileSizes, names] = [[readers], [fileSizes], [names]];
-  planner ??= newEngine();
-  const e = await planner;
+  // A file past 4 GiB is planned by the wasm64 build, whose sizes reach past
+  // it; without Memory64, wasm32's planner sees such a file as 4 GiB long.
+  const huge = fileSizes.findIndex((s) => s > WASM32_LIMIT - 1);
+  const build = huge >= 0 && whyNoMemory64() === null ? 'wasm64' : 'wasm32';
+  planners[build] ??= newEngine({ wasm64: build === 'wasm64' });
+  const e = await planners[build];
   const heads = [];
   try {
     for (let i = 0; i < readers.length; i++) heads.push(await readHeader(e, readers[i], names[i]));
     return planHeaders(e, heads, fileSizes, cfg, names, options);
+  } catch (err) {
+    // wasm32's planner found a tensor past the 4 GiB it was told of
+    if (build === 'wasm32' && huge >= 0 && err.code === 'format') {
+      throw new WispError('capacity', `${names[huge]} does not fit in wasm memory: the file alone is ${fileSizes[huge]} bytes, ` +
+        `more than wasm32's ${WASM32_LIMIT} bytes (4 GiB), and the wasm64 build cannot run here: ${whyNoMemory64()}`);
+    }
+    throw err;
   } finally {
     for (const h of heads) e.free(h.p);
   }
@@ -70,9 +83,10 @@ async function readHeader(e, reader, name) {
   }
 }
 
-const clampSize = (size) => (size === undefined || size > 0xffffffff ? 0xffffffff : size);
-
 function planHeaders(e, heads, fileSizes, cfg, names, { finetune, kernels }) {
+  // a size the planner's size_t holds (unknown: as large as it goes)
+  const most = e.build === 'wasm64' ? Number.MAX_SAFE_INTEGER : WASM32_LIMIT - 1;
+  const clampSize = (size) => (size === undefined || size > most ? most : size);
   const model = e.mod._ww_open_header(heads[0].p, heads[0].n, clampSize(fileSizes[0]));
   if (!model) throw e.error(0);
   try {
@@ -92,18 +106,27 @@ function planHeaders(e, heads, fileSizes, cfg, names, { finetune, kernels }) {
       }
     }
     // the kernel level as loadModel would choose it: attention's scratch depends on it
-    const k = kernels === undefined ? 0 : e.scratchString(String(kernels), 'second_key');
-    if (e.mod._ww_plan(model, e.config(cfg), k, e.record('plan')) !== 0) throw e.error(model);
-    const plan = e.readPlan();
-    plan.config.threads = cfg.threads;
-    plan.whyNotThreaded = cfg.whyNotThreaded;
-    plan.fileBytes = fileSizes.some((s) => s === undefined) ? undefined : fileSizes.reduce((a, b) => a + b, 0);
-    plan.shards = heads.length;
-    plan.name = e.metaString(model, 'general.name') ?? names[0];
-    plan.architecture = e.metaString(model, 'general.architecture');
-    // a session's arena comes on top of the model's
-    if (finetune) plan.finetune = planFinetune(e, model, finetune, cfg.threads);
-    return withWasmEstimate(plan);
+    const fileBytes = fileSizes.some((s) => s === undefined) ? undefined : fileSizes.reduce((a, b) => a + b, 0);
+    const planFor = (c) => {
+      const k = kernels === undefined ? 0 : e.scratchString(String(kernels), 'second_key');
+      if (e.mod._ww_plan(model, e.config(c), k, e.record('plan')) !== 0) throw e.error(model);
+      const plan = e.readPlan();
+      plan.config.threads = c.threads;
+      plan.whyNotThreaded = c.whyNotThreaded;
+      plan.fileBytes = fileBytes;
+      plan.shards = heads.length;
+      plan.name = e.metaString(model, 'general.name') ?? names[0];
+      plan.architecture = e.metaString(model, 'general.architecture');
+      // a session's arena comes on top of the model's
+      if (finetune) plan.finetune = planFinetune(e, model, finetune, c.threads);
+      return withWasmEstimate(plan, c.build);
+    };
+    const plan = planFor(cfg);
+    if (plan.build !== 'wasm64' || cfg.threads === 1) return plan;
+    // the wasm64 build runs on one thread: the plan for one (a thread's scratch less)
+    const why = cfg.build === 'wasm64' ? "build: 'wasm64' was asked for, and the wasm64 build runs on one thread"
+      : `the model needs the wasm64 build (${plan.wasmBytes} bytes of wasm memory, more than wasm32's ${WASM32_LIMIT}), which runs on one thread`;
+    return planFor({ ...cfg, build: 'wasm64', threads: 1, whyNotThreaded: why });
   } finally {
     e.mod._ww_close(model);
   }
@@ -120,27 +143,35 @@ const OVERHEAD = 4 << 20;
 
 // What loading will take in wasm memory: the file (copied in once), the
 // arena (and a fine-tuning session's), and the engine's own few megabytes;
-// and which build of the engine that fits. wasm32 (both the one-thread and
-// the threaded build) addresses 4 GiB; there is no wasm64 build (see
-// README: Memory64).
-export function withWasmEstimate(plan) {
+// and which build of the engine takes it: wasm32 (the one-thread and the
+// threaded build) addresses 4 GiB, wasm64 (one thread, where the JS engine
+// has Memory64) 16 GiB. The first build that is available here, fits, and
+// is the one asked for (`build`: 'auto', 'wasm32' or 'wasm64') is chosen.
+export function withWasmEstimate(plan, build = 'auto') {
   const known = plan.fileBytes !== undefined;
   plan.wasmBytes = known ? plan.fileBytes + plan.total + (plan.finetune?.total ?? 0) + OVERHEAD : undefined;
-  plan.fitsWasm = known ? plan.wasmBytes <= WASM32_LIMIT : undefined;
+  const fits = (limit) => (known ? plan.wasmBytes <= limit : undefined);
+  const why64 = whyNoMemory64();
   plan.builds = [
-    { name: 'wasm32', limitBytes: WASM32_LIMIT, fits: plan.fitsWasm },
-    { name: 'wasm64', limitBytes: undefined, fits: false, available: false,
-      why: 'not built: Emscripten 3.1.6 has only experimental Memory64 support (and Node 20 runs it only behind a flag)' },
+    { name: 'wasm32', limitBytes: WASM32_LIMIT, fits: fits(WASM32_LIMIT), available: true },
+    { name: 'wasm64', limitBytes: WASM64_LIMIT, fits: fits(WASM64_LIMIT), available: why64 === null, ...(why64 && { why: why64 }) },
   ];
-  plan.build = plan.fitsWasm === false ? null : 'wasm32';
+  plan.requestedBuild = build;
+  plan.build = plan.builds.find((b) => b.available && b.fits !== false && (build === 'auto' || b.name === build))?.name ?? null;
+  plan.fitsWasm = known ? plan.build !== null : undefined;
   return plan;
 }
 
-// Refuse, before any model bytes are copied, a plan that cannot fit.
+// Refuse, before any model bytes are copied, a plan that no build takes.
 export function checkFits(plan, name) {
-  if (plan.fitsWasm !== false) return;
+  if (plan.build !== null) return;
+  const asked = plan.builds.find((b) => b.name === plan.requestedBuild);
+  if (asked && !asked.available) throw new WispError('unsupported', `build '${asked.name}' cannot run here: ${asked.why}`);
   const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`;
+  const considered = asked ? [asked] : plan.builds;
+  const why = considered.map((b) => (b.available ? `more than ${b.name}'s ${b.limitBytes} bytes (${b.limitBytes / 2 ** 30} GiB)`
+    : `the ${b.name} build cannot run here: ${b.why}`));
   throw new WispError('capacity', `${name} does not fit in wasm memory: it needs ${plan.wasmBytes} bytes (${mib(plan.wasmBytes)}: ` +
     `file ${plan.fileBytes} + arena ${plan.total}${plan.finetune ? ` + fine-tuning ${plan.finetune.total}` : ''} + engine ${OVERHEAD}), ` +
-    `more than wasm32's ${WASM32_LIMIT} bytes (4 GiB); a smaller ctx or a smaller quantization may fit`);
+    `${why.join('; ')}; a smaller ctx or a smaller quantization may fit`);
 }

@@ -41,7 +41,9 @@ try {
   checkEqual(plan.fitsWasm, true, 'plan: it fits wasm32');
   checkEqual(plan.build, 'wasm32', 'plan: the wasm32 build will load it');
   checkEqual(plan.builds.find((b) => b.name === 'wasm32')?.limitBytes, 4 * GiB, 'plan: wasm32 addresses 4 GiB');
-  checkEqual(plan.builds.find((b) => b.name === 'wasm64')?.available, false, 'plan: there is no wasm64 build, and it says so');
+  const wide = plan.builds.find((b) => b.name === 'wasm64');
+  checkEqual(wide?.available, false, 'plan: Node 20 cannot run the wasm64 build (no Memory64)');
+  check(/Memory64/.test(wide?.why ?? ''), `plan: and it says so (${wide?.why})`);
 
   // Both builds: the threaded one (2 threads) and the single-thread one.
   const prompt = 'Once upon a time';

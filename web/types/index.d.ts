@@ -52,6 +52,11 @@ export interface EngineOptions {
    * whyNotThreaded). 1 forces the single-thread build. Scratch is planned per thread.
    */
   threads?: number;
+  /**
+   * the engine build: 'auto' (default: wasm32 when file + arena fit its 4 GiB, else wasm64 where the
+   * JavaScript engine has Memory64), 'wasm32' or 'wasm64' (up to 16 GiB; one thread)
+   */
+  build?: 'auto' | 'wasm32' | 'wasm64';
 }
 
 export interface LoadOptions extends EngineOptions {
@@ -94,12 +99,14 @@ export interface MemoryPlan {
   architecture?: string;
   /** from plan(source): wasm memory loading will take (file + arena + engine) */
   wasmBytes?: number;
-  /** from plan(source): whether that fits wasm32's 4 GiB */
+  /** from plan(source): whether that fits a build that runs here (build is not null) */
   fitsWasm?: boolean;
   /** from plan(source): the engine builds and whether the model fits each */
   builds?: EngineBuildFit[];
   /** from plan(source): the build loadModel will use, null when none fits (loadModel then refuses it) */
-  build?: 'wasm32' | null;
+  build?: 'wasm32' | 'wasm64' | null;
+  /** from plan(source): the build option it was planned for */
+  requestedBuild?: 'auto' | 'wasm32' | 'wasm64';
   /** from plan(source): why the plan is for one thread (null when for more) */
   whyNotThreaded?: string | null;
   /** from plan(source, { finetune }): the fine-tuning session's own arena */
@@ -109,12 +116,12 @@ export interface MemoryPlan {
 /** One engine build against a plan: its address space and whether the model fits. */
 export interface EngineBuildFit {
   name: 'wasm32' | 'wasm64';
-  /** bytes the build can address (undefined when not built) */
-  limitBytes: number | undefined;
+  /** bytes the build can address: 4 GiB (wasm32), 16 GiB (wasm64) */
+  limitBytes: number;
   /** undefined when the file size is unknown */
   fits: boolean | undefined;
-  /** false: this package has no such build (why says so) */
-  available?: boolean;
+  /** false: the build cannot run in this JavaScript engine (why says so: no Memory64) */
+  available: boolean;
   why?: string;
 }
 
@@ -379,8 +386,8 @@ export interface ModelInfo {
   architecture: string | undefined;
   /** the kernel table in use, e.g. 'wasm-simd128' */
   kernels: string;
-  /** the engine build: 'threaded' (wasm threads) or 'single' */
-  build: 'threaded' | 'single';
+  /** the engine build: 'threaded' (wasm threads), 'single' (wasm32, one thread) or 'wasm64' (one thread) */
+  build: 'threaded' | 'single' | 'wasm64';
   source: string;
   /** for a URL: 'hit' (read from the cache), 'stored' (downloaded and kept), or why it was not cached (a split model: the shards' if they agree, else 'mixed (see shardCache)') */
   cache?: string;
@@ -521,6 +528,6 @@ export declare function cachedModels(): Promise<CachedModel[]>;
 export declare function clearCache(url?: string | URL): Promise<boolean>;
 /** Where the .wasm files are, when a bundler moved them (threadedWasmUrl: dist/wisp-engine-mt.wasm). */
 export declare function configureEngine(options: {
-  wasmUrl?: string | URL; threadedWasmUrl?: string | URL; wasmBinary?: ArrayBuffer | Uint8Array; wasmModule?: WebAssembly.Module;
+  wasmUrl?: string | URL; threadedWasmUrl?: string | URL; wasm64Url?: string | URL; wasmBinary?: ArrayBuffer | Uint8Array; wasmModule?: WebAssembly.Module;
 }): void;
 export declare const version: string;

@@ -15,8 +15,10 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const threads: number = m.threads + p.config.threads;
   const why: string | null = m.whyNotThreaded;
   const fits: boolean | undefined = p.builds?.find((b) => b.name === 'wasm32')?.fits;
-  const build: 'threaded' | 'single' = m.info.build;
-  console.log(threads, why, fits, build, p.build);
+  const build: 'threaded' | 'single' | 'wasm64' = m.info.build;
+  const wide: Model = await loadModel(bytes, { build: 'wasm64' });
+  const chosen: 'wasm32' | 'wasm64' | null | undefined = (await plan(file, { build: 'auto' })).build;
+  console.log(threads, why, fits, build, p.build, wide.info.build, chosen);
   const cached: CachedModel[] = await cachedModels();
   const removed: boolean = await clearCache(cached[0]?.url);
   const hit: string | undefined = (await loadModel('/m.gguf', { cache: false })).info.cache;
@@ -27,6 +29,8 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const splitPlan: number | undefined = (await plan(['/a.gguf', bytes])).shards;
   console.log(shards, perShard, splitPlan);
   console.log(removed, hit, await clearCache());
+  // @ts-expect-error build names an engine build
+  await loadModel(bytes, { build: 'wasm128' });
   // @ts-expect-error cache is a boolean
   await loadModel(bytes, { cache: 'yes' });
   const text: string = await m.complete('Once', { maxTokens: 8, temperature: 0, topK: 40, topP: 0.9, minP: 0.05, repeatPenalty: 1.1, seed: 1 });

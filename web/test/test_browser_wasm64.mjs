@@ -1,0 +1,164 @@
+#!/usr/bin/env node
+// The wasm64 (Memory64) build in Chromium, which has Memory64:
+//  - small models (2-layer SmolLM2-135M shapes at Q8_0 and Q4_K_M, `wisp
+//    make-model`): with build 'wasm64' the tokens (greedy and seeded) equal
+//    the wasm32 build's, and so does a 2-step LoRA fine-tune written out as
+//    GGUF (which goes through the build's JS sink); the model says which
+//    build ran and why it has one thread;
+//  - a model past 4 GiB (TinyLlama-1.1B-shaped F32, 4.1 GiB, written to WORK
+//    and deleted after): plan() picks wasm64 with the numbers, loadModel
+//    from a URL runs it, buffers lie past 4 GiB, and the greedy text equals
+//    the native CLI's.
+// Node 20 has no Memory64: there plan() says why the build is not available,
+// and the same file is refused before any byte is copied, with the numbers.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { WEB_OUT, WISP, WORK, check, checkEqual, cliGreedy, dep, done, expectError, fail, shared, skip, wispPackage } from './lib.mjs';
+
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+const GiB = 2 ** 30;
+const smolVocab = shared('models/tokenizers/llamacpp-vocab/ggml-vocab-smollm2.gguf');
+const llamaVocab = shared('models/tokenizers/llamacpp-vocab/ggml-vocab-llama-spm.gguf');
+const playwright = await dep('playwright-core');
+const chromium = playwright.chromium ?? playwright.default.chromium;
+const { serve } = await import(pathToFileURL(path.join(WEB_OUT, 'demo', 'serve.mjs')).href);
+const { whyNoMemory64 } = await import(pathToFileURL(path.join(WEB_OUT, 'src', 'engine64.mjs')).href);
+
+const modelDir = mkdtempSync(path.join(WORK, 'wasm64-models-'));
+const small = ['q8_0', 'q4_k_m'].map((type) => {
+  const file = `smollm2-2layers-${type}.gguf`;
+  execFileSync(WISP, ['make-model', '--like', 'smollm2-135m', '--type', type, '--layers', '2', '--vocab-from', smolVocab,
+    '-o', path.join(modelDir, file), '-t', '1'], { stdio: 'ignore' });
+  return file;
+});
+const bigFile = 'tinyllama-f32.gguf';
+const bigPath = path.join(modelDir, bigFile);
+const prompt = 'The quick brown fox jumps over the lazy dog. Once upon a time';
+const gens = { greedy: { temperature: 0, maxTokens: 16 }, seeded: { temperature: 0.9, seed: 7, maxTokens: 16 } };
+const corpus = 'The cat sat on the mat. The dog sat on the log. A bird sang in the tree. '.repeat(8);
+
+try {
+  execFileSync(WISP, ['make-model', '--like', 'tinyllama-1.1b', '--type', 'f32', '--vocab-from', llamaVocab, '-o', bigPath, '-t', '2'],
+    { stdio: 'ignore' });
+  const bigBytes = statSync(bigPath).size;
+  check(bigBytes > 4 * GiB, `the big model's file is past 4 GiB (${bigBytes} bytes)`);
+  const bigPrompt = 'Once upon a time';
+  const bigN = 3;
+  const nativeBig = cliGreedy(bigPath, bigPrompt, bigN);
+
+  // Node: no Memory64 in Node 20, so the build is not available, and says why.
+  const wisp = await wispPackage();
+  const nodeWhy = whyNoMemory64();
+  if (nodeWhy !== null) {
+    const p = await wisp.plan(path.join(modelDir, small[0]), { ctx: 256 });
+    const b64 = p.builds.find((b) => b.name === 'wasm64');
+    checkEqual(b64?.available, false, 'Node: the wasm64 build is not available');
+    check(/Memory64/.test(b64?.why ?? ''), `Node: and plan() says why (${b64?.why})`);
+    const err = await expectError(() => wisp.loadModel(bigPath, { ctx: 256 }), 'capacity', 'Node: the 4.1 GiB model is refused');
+    check(err.message.includes(String(bigBytes)) && /Memory64/.test(err.message), `Node: the refusal names the size and Memory64: ${err.message}`);
+    await expectError(() => wisp.loadModel(path.join(modelDir, small[0]), { build: 'wasm64' }), 'unsupported',
+      "Node: build 'wasm64' is refused where it cannot run");
+  } else {
+    console.log(`this Node has Memory64 (${process.version}): the Node refusals are not checked`);
+  }
+
+  const server = await serve({ root: WEB_OUT, mounts: { '/models/': modelDir }, port: 0, isolate: true });
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const profile = mkdtempSync(path.join(WORK, 'chromium-profile-'));
+  const ctx = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM, headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  const errors = [];
+  try {
+    const page = ctx.pages()[0] ?? await ctx.newPage();
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${base}/demo/`);
+    await page.waitForFunction('document.body.dataset.state === "empty"');
+
+    for (const file of small) {
+      const r = await page.evaluate(async ([url, p, g, text]) => {
+        const w = await import('/src/index.mjs');
+        const out = { plan: await w.plan(url, { ctx: 256, cache: false }) };
+        for (const build of ['wasm32', 'wasm64']) {
+          const m = await w.loadModel(url, { ctx: 256, batch: 16, build, threads: build === 'wasm32' ? 1 : 2, cache: false });
+          const r = { build: m.info.build, threads: m.threads, why: m.whyNotThreaded, kernels: m.info.kernels };
+          for (const [k, o] of Object.entries(g)) {
+            const ids = [];
+            await m.complete(p, { ...o, onToken: (id) => ids.push(id) });
+            r[k] = ids.join(',');
+          }
+          const adapter = await m.finetune(text, { ctx: 32, batch: 2, rank: 2, steps: 2, seed: 3 });
+          const bytes = adapter.toGGUF({ name: 'wasm64 test' });
+          r.adapterBytes = bytes.length;
+          r.adapterSum = bytes.reduce((h, b) => (h * 31 + b) >>> 0, 7);
+          adapter.dispose();
+          m.dispose();
+          out[build] = r;
+        }
+        return out;
+      }, [`/models/${file}`, prompt, gens, corpus]);
+      const b64 = r.plan.builds.find((b) => b.name === 'wasm64');
+      checkEqual(b64?.available, true, `${file}: Chromium runs the wasm64 build`);
+      checkEqual(b64?.limitBytes, 16 * GiB, `${file}: wasm64 addresses 16 GiB`);
+      checkEqual(r.plan.build, 'wasm32', `${file}: plan() picks wasm32 for a model that fits it`);
+      checkEqual(r.wasm64.build, 'wasm64', `${file}: build 'wasm64' ran the wasm64 build`);
+      checkEqual(r.wasm32.build, 'single', `${file}: build 'wasm32' with one thread ran the single-thread build`);
+      checkEqual(r.wasm64.threads, 1, `${file}: wasm64 runs on one thread`);
+      check(/wasm64/.test(r.wasm64.why ?? ''), `${file}: and says why (${r.wasm64.why})`);
+      checkEqual(r.wasm64.kernels, 'wasm-simd128', `${file}: wasm64 has the SIMD kernels`);
+      for (const k of Object.keys(gens)) checkEqual(r.wasm64[k], r.wasm32[k], `${file}, ${k}: wasm64 tokens equal wasm32's`);
+      check(r.wasm32.greedy !== r.wasm32.seeded, `${file}: greedy and seeded tokens differ`);
+      check(r.wasm64.adapterBytes > 1000, `${file}: the fine-tuned adapter was written (${r.wasm64.adapterBytes} bytes)`);
+      checkEqual(`${r.wasm64.adapterBytes}/${r.wasm64.adapterSum}`, `${r.wasm32.adapterBytes}/${r.wasm32.adapterSum}`,
+        `${file}: the fine-tuned adapter's GGUF bytes equal wasm32's`);
+    }
+
+    // Past 4 GiB: auto picks wasm64.
+    const big = await page.evaluate(async ([url, p, n]) => {
+      const w = await import('/src/index.mjs');
+      const plan = await w.plan(url, { ctx: 256, batch: 16, cache: false });
+      const t0 = performance.now();
+      const m = await w.loadModel(url, { ctx: 256, batch: 16, cache: false });
+      const loadMs = performance.now() - t0;
+      const before = m.memoryBytes;
+      const text = await m.complete(p, { temperature: 0, maxTokens: n });
+      const r = {
+        plan: { build: plan.build, wasmBytes: plan.wasmBytes, fileBytes: plan.fileBytes, builds: plan.builds, threads: plan.config.threads, why: plan.whyNotThreaded, total: plan.total },
+        build: m.info.build, threads: m.threads, why: m.whyNotThreaded, total: m.memoryPlan.total, text, loadMs,
+        memory: m.memoryBytes, grew: m.memoryBytes !== before, io: m._engine.mod._ww_io(m._ptr), tps: m.lastStats.tokensPerSecond,
+      };
+      m.dispose();
+      return r;
+    }, [`/models/${bigFile}`, bigPrompt, bigN]);
+    console.log(`4.1 GiB model in Chromium: loaded in ${(big.loadMs / 1000).toFixed(1)} s, ${big.tps.toFixed(2)} tok/s, memory ${big.memory} bytes`);
+    checkEqual(big.plan.fileBytes, bigBytes, 'big: plan() knows the file size');
+    check(big.plan.wasmBytes > 4 * GiB, `big: file + arena is past 4 GiB (${big.plan.wasmBytes})`);
+    checkEqual(big.plan.builds.find((b) => b.name === 'wasm32')?.fits, false, 'big: it does not fit wasm32');
+    checkEqual(big.plan.builds.find((b) => b.name === 'wasm64')?.fits, true, 'big: it fits wasm64');
+    checkEqual(big.plan.build, 'wasm64', 'big: plan() picks wasm64');
+    checkEqual(big.plan.threads, 1, 'big: planned for one thread');
+    check(/needs the wasm64 build \(\d+ bytes/.test(big.plan.why ?? ''), `big: the plan says why one thread, with the numbers (${big.plan.why})`);
+    checkEqual(big.build, 'wasm64', 'big: loadModel ran the wasm64 build');
+    checkEqual(big.threads, 1, 'big: on one thread');
+    checkEqual(big.total, big.plan.total, 'big: the header plan is the plan init used');
+    check(big.memory > 4 * GiB, `big: wasm memory is past 4 GiB (${big.memory})`);
+    check(big.io > 4 * GiB, `big: the I/O buffer lies past 4 GiB (${big.io})`);
+    checkEqual(big.grew, false, 'big: memory did not grow while generating');
+    checkEqual(big.text, nativeBig, 'big: greedy text equals the native CLI\'s');
+    check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
+  } finally {
+    await ctx.close();
+    server.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+} catch (e) {
+  fail(e.stack ?? e.message);
+} finally {
+  rmSync(modelDir, { recursive: true, force: true });
+}
+done();
