@@ -299,9 +299,12 @@ export class Model {
     if (Number.isNaN(when.getTime())) throw new WispError('arg', `date must be a Date or 'YYYY-MM-DD' (got ${date})`);
     const ymd = date === undefined ? when.getFullYear() * 10000 + (when.getMonth() + 1) * 100 + when.getDate()
       : when.getUTCFullYear() * 10000 + (when.getUTCMonth() + 1) * 100 + when.getUTCDate();
-    const pj = m._malloc(json.length + 1);
-    const ps = m._malloc(spec.length + 1);
+    // ww_alloc: its addresses come back unsigned (past 2 GiB in wasm32) and
+    // it is in every build (the wasm64 one exports no malloc)
+    const pj = e.alloc(json.length + 1);
+    let ps = 0;
     try {
+      ps = e.alloc(spec.length + 1);
       e.u8.set(json, pj);
       e.u8.set(spec, ps);
       const r = m._ww_chat(this.#ptr, pj, json.length, ps, spec.length, addGenerationPrompt ? 1 : 0, tokenize ? 1 : 0, ymd);
@@ -310,8 +313,8 @@ export class Model {
       const p = m._ww_chat_text();
       return e.text(p, p + r); // copied first in the threaded build: browsers' TextDecoder refuses shared memory
     } finally {
-      m._free(pj);
-      m._free(ps);
+      e.free(pj);
+      if (ps) e.free(ps);
     }
   }
 

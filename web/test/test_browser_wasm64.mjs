@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // The wasm64 (Memory64) build in Chromium, which has Memory64:
 //  - small models (2-layer SmolLM2-135M shapes at Q8_0 and Q4_K_M, `wisp
-//    make-model`): with build 'wasm64' the tokens (greedy and seeded) equal
+//    make-model`, and stories260K): with build 'wasm64' the tokens (greedy and seeded) equal
 //    the wasm32 build's, and so does a 2-step LoRA fine-tune written out as
-//    GGUF (which goes through the build's JS sink); the model says which
-//    build ran and why it has one thread;
+//    GGUF (which goes through the build's JS sink); so do a chat, a
+//    JSON-schema-constrained answer and an embedding, and a worker model's
+//    tokens; the model says which build ran and why it has one thread;
 //  - a model past 4 GiB (TinyLlama-1.1B-shaped F32, 4.1 GiB, written to WORK
 //    and deleted after): plan() picks wasm64 with the numbers, loadModel
 //    from a URL runs it, buffers lie past 4 GiB, and the greedy text equals
@@ -20,6 +21,7 @@ import { WEB_OUT, WISP, WORK, check, checkEqual, cliGreedy, dep, done, expectErr
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
 const GiB = 2 ** 30;
+const stories = shared('models/stories260K.gguf');
 const smolVocab = shared('models/tokenizers/llamacpp-vocab/ggml-vocab-smollm2.gguf');
 const llamaVocab = shared('models/tokenizers/llamacpp-vocab/ggml-vocab-llama-spm.gguf');
 const playwright = await dep('playwright-core');
@@ -32,8 +34,9 @@ const small = ['q8_0', 'q4_k_m'].map((type) => {
   const file = `smollm2-2layers-${type}.gguf`;
   execFileSync(WISP, ['make-model', '--like', 'smollm2-135m', '--type', type, '--layers', '2', '--vocab-from', smolVocab,
     '-o', path.join(modelDir, file), '-t', '1'], { stdio: 'ignore' });
-  return file;
+  return `/models/${file}`;
 });
+small.push('/shared-models/stories260K.gguf'); // trained weights: real words in the chat and the constrained answer
 const bigFile = 'tinyllama-f32.gguf';
 const bigPath = path.join(modelDir, bigFile);
 const prompt = 'The quick brown fox jumps over the lazy dog. Once upon a time';
@@ -53,19 +56,19 @@ try {
   const wisp = await wispPackage();
   const nodeWhy = whyNoMemory64();
   if (nodeWhy !== null) {
-    const p = await wisp.plan(path.join(modelDir, small[0]), { ctx: 256 });
+    const p = await wisp.plan(stories, { ctx: 256 });
     const b64 = p.builds.find((b) => b.name === 'wasm64');
     checkEqual(b64?.available, false, 'Node: the wasm64 build is not available');
     check(/Memory64/.test(b64?.why ?? ''), `Node: and plan() says why (${b64?.why})`);
     const err = await expectError(() => wisp.loadModel(bigPath, { ctx: 256 }), 'capacity', 'Node: the 4.1 GiB model is refused');
     check(err.message.includes(String(bigBytes)) && /Memory64/.test(err.message), `Node: the refusal names the size and Memory64: ${err.message}`);
-    await expectError(() => wisp.loadModel(path.join(modelDir, small[0]), { build: 'wasm64' }), 'unsupported',
+    await expectError(() => wisp.loadModel(stories, { build: 'wasm64' }), 'unsupported',
       "Node: build 'wasm64' is refused where it cannot run");
   } else {
     console.log(`this Node has Memory64 (${process.version}): the Node refusals are not checked`);
   }
 
-  const server = await serve({ root: WEB_OUT, mounts: { '/models/': modelDir }, port: 0, isolate: true });
+  const server = await serve({ root: WEB_OUT, mounts: { '/models/': modelDir, '/shared-models/': path.dirname(stories) }, port: 0, isolate: true });
   const base = `http://127.0.0.1:${server.address().port}`;
   const profile = mkdtempSync(path.join(WORK, 'chromium-profile-'));
   const ctx = await chromium.launchPersistentContext(profile, {
@@ -80,18 +83,31 @@ try {
     await page.goto(`${base}/demo/`);
     await page.waitForFunction('document.body.dataset.state === "empty"');
 
-    for (const file of small) {
+    for (const url of small) {
+      const file = path.basename(url);
       const r = await page.evaluate(async ([url, p, g, text]) => {
         const w = await import('/src/index.mjs');
         const out = { plan: await w.plan(url, { ctx: 256, cache: false }) };
-        for (const build of ['wasm32', 'wasm64']) {
-          const m = await w.loadModel(url, { ctx: 256, batch: 16, build, threads: build === 'wasm32' ? 1 : 2, cache: false });
+        const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+        for (const build of ['wasm32', 'wasm64', 'wasm64 worker']) {
+          const m = await w.loadModel(url, { ctx: 256, batch: 16, build: build.split(' ')[0], threads: build === 'wasm32' ? 1 : 2,
+            worker: build.endsWith('worker'), cache: false });
           const r = { build: m.info.build, threads: m.threads, why: m.whyNotThreaded, kernels: m.info.kernels };
           for (const [k, o] of Object.entries(g)) {
             const ids = [];
             await m.complete(p, { ...o, onToken: (id) => ids.push(id) });
             r[k] = ids.join(',');
           }
+          if (build.endsWith('worker')) {
+            await m.dispose();
+            out[build] = r;
+            continue;
+          }
+          r.chat = '';
+          for await (const piece of m.chat([{ role: 'user', content: 'Say a number.' }], { template: 'chatml', temperature: 0, maxTokens: 12 }))
+            r.chat += piece;
+          r.json = JSON.stringify(await m.complete('A number: ', { jsonSchema: schema, temperature: 0, maxTokens: 24 }).catch((e) => e.message));
+          r.embedding = Array.from(m.embed('The cat sat on the mat.')).join(',');
           const adapter = await m.finetune(text, { ctx: 32, batch: 2, rank: 2, steps: 2, seed: 3 });
           const bytes = adapter.toGGUF({ name: 'wasm64 test' });
           r.adapterBytes = bytes.length;
@@ -101,7 +117,7 @@ try {
           out[build] = r;
         }
         return out;
-      }, [`/models/${file}`, prompt, gens, corpus]);
+      }, [url, prompt, gens, corpus]);
       const b64 = r.plan.builds.find((b) => b.name === 'wasm64');
       checkEqual(b64?.available, true, `${file}: Chromium runs the wasm64 build`);
       checkEqual(b64?.limitBytes, 16 * GiB, `${file}: wasm64 addresses 16 GiB`);
@@ -111,7 +127,16 @@ try {
       checkEqual(r.wasm64.threads, 1, `${file}: wasm64 runs on one thread`);
       check(/wasm64/.test(r.wasm64.why ?? ''), `${file}: and says why (${r.wasm64.why})`);
       checkEqual(r.wasm64.kernels, 'wasm-simd128', `${file}: wasm64 has the SIMD kernels`);
-      for (const k of Object.keys(gens)) checkEqual(r.wasm64[k], r.wasm32[k], `${file}, ${k}: wasm64 tokens equal wasm32's`);
+      for (const k of Object.keys(gens)) {
+        checkEqual(r.wasm64[k], r.wasm32[k], `${file}, ${k}: wasm64 tokens equal wasm32's`);
+        checkEqual(r['wasm64 worker'][k], r.wasm32[k], `${file}, ${k}: a wasm64 worker model's tokens equal wasm32's`);
+      }
+      checkEqual(r['wasm64 worker'].build, 'wasm64', `${file}: a worker model ran the wasm64 build`);
+      console.log(`${file}: chat ${JSON.stringify(r.wasm64.chat)}, constrained ${r.wasm64.json}`);
+      for (const k of ['chat', 'json', 'embedding']) {
+        check(r.wasm32[k].length > 0, `${file}: the wasm32 ${k} is not empty`);
+        checkEqual(r.wasm64[k], r.wasm32[k], `${file}: wasm64's ${k} equals wasm32's`);
+      }
       check(r.wasm32.greedy !== r.wasm32.seeded, `${file}: greedy and seeded tokens differ`);
       check(r.wasm64.adapterBytes > 1000, `${file}: the fine-tuned adapter was written (${r.wasm64.adapterBytes} bytes)`);
       checkEqual(`${r.wasm64.adapterBytes}/${r.wasm64.adapterSum}`, `${r.wasm32.adapterBytes}/${r.wasm32.adapterSum}`,
