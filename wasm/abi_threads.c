@@ -3,9 +3,10 @@
  * memory) runs core's jobs on the native CLI's pool, cli/thread_pool.c: the
  * caller publishes a job and every thread, the caller included, claims its
  * pieces one at a time, so results are those of one thread bit for bit and a
- * worker that is slow to wake only claims fewer pieces. The single-thread
- * build has no pool; both plan the memory of n threads with a serial
- * stand-in. */
+ * worker that is slow to wake only claims fewer pieces. The threaded wasm64
+ * build (no Emscripten) has a pool of its own that works the same way,
+ * wasm/wasm64/pool.c. The single-thread builds have no pool; all plan the
+ * memory of n threads with a serial stand-in. */
 #include <stdlib.h>
 
 #include "abi.h"
@@ -15,11 +16,13 @@
 #include <stdatomic.h>
 
 #include "cli/thread_pool.h"
+#elif defined(WISP_WASM64_THREADS)
+#include "wasm/wasm64/pool.h"
 #endif
 
 /* 1 when this build runs threads (JS picks the build; this confirms it). */
 API int32_t ww_threaded(void) {
-#ifdef __EMSCRIPTEN_PTHREADS__
+#if defined(__EMSCRIPTEN_PTHREADS__) || defined(WISP_WASM64_THREADS)
     return 1;
 #else
     return 0;
@@ -83,6 +86,8 @@ int32_t ww_threads_start(ww_model *m, int32_t n) {
     m->pool = p;
     m->threads = (wisp_threads){run_counted, p, n};
     return 0;
+#elif defined(WISP_WASM64_THREADS)
+    return ww_pool64_attach(m, n);
 #else
     return wisp_fail(&m->err, WISP_ERR_UNSUPPORTED, "this engine build has no threads (%d asked for)", n), -1;
 #endif
@@ -95,6 +100,8 @@ void ww_threads_stop(ww_model *m) {
     cli_pool_destroy(p->pool);
     free(p);
     m->pool = NULL;
+#elif defined(WISP_WASM64_THREADS)
+    ww_pool64_detach(m);
 #else
     (void)m;
 #endif
@@ -106,6 +113,8 @@ API int32_t ww_n_threads(ww_model *m) { return m->pool ? m->threads.n_threads : 
 API double ww_worker_pieces(ww_model *m) {
 #ifdef __EMSCRIPTEN_PTHREADS__
     if (m->pool) return (double)atomic_load(&((ww_pool *)m->pool)->worker_pieces);
+#elif defined(WISP_WASM64_THREADS)
+    return ww_pool64_worker_pieces(m);
 #endif
     (void)m;
     return 0;

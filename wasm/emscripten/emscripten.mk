@@ -54,7 +54,7 @@ include wasm/wasm64/wasm64.mk
 
 .PHONY: web wasm test-web bench-web demo-web web-deps
 
-wasm: $(WASM_ENGINE) $(WASM_ENGINE_MT) $(WASM64_ENGINE)
+wasm: $(WASM_ENGINE) $(WASM_ENGINE_MT) $(WASM64_ENGINE) $(WASM64_MT_ENGINE)
 web: $(WEB_OUT)/.staged
 
 $(WASM_OBJ_DIR)/%.o: %.c
@@ -75,7 +75,7 @@ $(WASM_ENGINE_MT): $(WASM_MT_OBJ) wasm/emscripten/node_prelude.js
 	echo '{ "type": "commonjs" }' > $(dir $@)package.json
 
 # The package folder: sources copied next to the built engine.
-$(WEB_OUT)/.staged: $(WASM_ENGINE) $(WASM_ENGINE_MT) $(WASM64_ENGINE) $(WEB_SRC)
+$(WEB_OUT)/.staged: $(WASM_ENGINE) $(WASM_ENGINE_MT) $(WASM64_ENGINE) $(WASM64_MT_ENGINE) $(WEB_SRC)
 	@mkdir -p $(WEB_OUT)
 	@rm -rf $(WEB_OUT)/src $(WEB_OUT)/types $(WEB_OUT)/demo
 	cp -R web/package.json web/README.md web/src web/types web/demo $(WEB_OUT)/

@@ -5,6 +5,9 @@
  * address order, each with the sizes of itself and of the block before it,
  * first fit, neighbours merged when freed; it grows wasm memory (memory.grow)
  * when nothing fits, and never gives memory back (wasm cannot shrink it).
+ * One thread allocates, the model's: in the threaded variant the pool's
+ * workers only run pieces of core's jobs, which allocate nothing, so the
+ * heap needs no lock.
  *
  * A block is a header and a payload; payloads are 16-aligned (what malloc
  * promises on wasm), larger alignments are carved out of a bigger block. */

@@ -49,10 +49,12 @@ const builds = {
     compiled: null,
   },
   wasm64: { wasm: new URL('../dist/wisp-engine-64.wasm', import.meta.url), compiled: null },
+  wasm64Threaded: { wasm: new URL('../dist/wisp-engine-64-mt.wasm', import.meta.url), compiled: null },
 };
 
 // Where the .wasm files come from when the default location does not work
-// (a bundler moved them): { wasmUrl, threadedWasmUrl, wasm64Url } or, for the
+// (a bundler moved them): { wasmUrl, threadedWasmUrl, wasm64Url,
+// wasm64ThreadedUrl } or, for the
 // single-thread build, { wasmBinary } or { wasmModule }.
 export function configureEngine(options = {}) {
   for (const b of Object.values(builds)) b.compiled = null;
@@ -61,6 +63,7 @@ export function configureEngine(options = {}) {
   else if (options.wasmUrl) builds.single.compiled = compileFrom(new URL(options.wasmUrl, baseUrl()));
   if (options.threadedWasmUrl) builds.threaded.compiled = compileFrom(new URL(options.threadedWasmUrl, baseUrl()));
   if (options.wasm64Url) builds.wasm64.url = new URL(options.wasm64Url, baseUrl());
+  if (options.wasm64ThreadedUrl) builds.wasm64Threaded.url = new URL(options.wasm64ThreadedUrl, baseUrl());
 }
 
 function baseUrl() {
@@ -110,14 +113,14 @@ function checkWorkerScript() {
 
 // A fresh instance of the engine with its own memory: the threaded build
 // with `threads - 1` workers next to the calling thread when threads > 1;
-// the wasm64 build (one thread) when `wasm64`. Rejects when the instance (or
-// one of its workers) cannot start.
+// the wasm64 build when `wasm64` (its threaded variant when threads > 1).
+// Rejects when the instance (or one of its workers) cannot start.
 export async function newEngine({ threads = 1, wasm64 = false } = {}) {
   if (wasm64) {
-    const b = builds.wasm64;
+    const b = threads > 1 ? builds.wasm64Threaded : builds.wasm64;
     b.compiled ??= bytesOf(b.url ?? b.wasm).then(compileWide);
     b.compiled.catch(() => { b.compiled = null; }); // a failed fetch is tried again next time
-    return new Engine(await instantiateWide(await b.compiled, UNSIGNED_RESULTS), 1);
+    return new Engine(await instantiateWide(await b.compiled, UNSIGNED_RESULTS, threads), threads);
   }
   const build = threads > 1 ? builds.threaded : builds.single;
   if (threads > 1) await checkWorkerScript();
@@ -253,8 +256,8 @@ export class Engine {
     this.mod = abi;
     this.abi = abi;
     this.threaded = threads > 1;
-    /** 'wasm64', 'threaded' or 'single' */
-    this.build = mod.wide ? 'wasm64' : mod._ww_threaded() ? 'threaded' : 'single';
+    /** 'single', 'threaded', 'wasm64' or 'wasm64-threaded' */
+    this.build = (mod.wide ? ['wasm64', 'wasm64-threaded'] : ['single', 'threaded'])[mod._ww_threaded()];
     this.layout = readLayout(abi, (p) => this.cstring(p));
     const wrong = layoutMismatches(this.layout);
     if (wrong.length) throw new WispError('internal', `the wasm engine's records do not match this package: ${wrong.join('; ')}`);
@@ -325,6 +328,7 @@ export class Engine {
   // Stop the instance's workers (threaded build); its memory goes with it.
   close() {
     this.module.PThread?.terminateAllThreads();
+    this.module.wispClose?.(); // the threaded wasm64 build's workers
   }
 
   alloc(n) {

@@ -34,8 +34,9 @@ export function whyNoMemory64() {
 const VALTYPES = { 0x7f: 'i32', 0x7e: 'i64', 0x7d: 'f32', 0x7c: 'f64', 0x7b: 'v128', 0x70: 'funcref', 0x6f: 'externref' };
 
 // The signature of every exported function of a wasm binary:
-// Map name -> { params: ['i32' | 'i64' | ...], results: [...] }.
-export function exportSignatures(bytes) {
+// Map name -> { params: ['i32' | 'i64' | ...], results: [...] }; and the
+// limits of an imported memory ({ min, max } in pages; null when none).
+export function moduleShape(bytes) {
   const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   let at = 8;
   const fail = (what) => { throw new WispError('internal', `the wasm64 engine's binary is malformed (${what} at byte ${at})`); };
@@ -58,9 +59,10 @@ export function exportSignatures(bytes) {
   };
   const limits = () => {
     const flags = byte();
-    uleb();
-    if (flags & 1) uleb();
+    const min = uleb();
+    return { min, max: flags & 1 ? uleb() : undefined };
   };
+  let memory = null;
   const valtypes = () => Array.from({ length: uleb() }, () => VALTYPES[byte()] ?? fail('an unknown value type'));
   const types = [];
   const funcTypes = []; // imported functions first, then defined ones
@@ -82,7 +84,7 @@ export function exportSignatures(bytes) {
         const kind = byte();
         if (kind === 0) funcTypes.push(types[uleb()]);
         else if (kind === 1) { byte(); limits(); } // a table: its element type, limits
-        else if (kind === 2) limits(); // a memory
+        else if (kind === 2) memory = limits(); // a memory
         else if (kind === 3) { byte(); byte(); } // a global: its type, mutability
         else fail(`an import of kind ${kind}`);
       }
@@ -98,7 +100,7 @@ export function exportSignatures(bytes) {
     }
     at = end;
   }
-  return exports;
+  return { signatures: exports, memory };
 }
 
 // An Emscripten-shaped module over an instance of the wasm64 build (see the
@@ -117,21 +119,80 @@ export function wideModule(instance, signatures, unsigned) {
   return mod;
 }
 
-// A fresh instance: `compiled` is { module, signatures } from compileWide.
-export async function instantiateWide({ module, signatures }, unsigned) {
+const STACK_BYTES = 1 << 20; // a worker's stack, as the main one (wasm/wasm64/wasm64.mk)
+
+// A fresh instance: `compiled` is { module, signatures, memory } from
+// compileWide; `threads` > 1 (the threaded variant) also starts threads - 1
+// workers, each with an instance over the same shared memory running
+// wasm/wasm64/pool.c's loop, and resolves once all of them are in it.
+export async function instantiateWide({ module, signatures, memory: limits }, unsigned, threads = 1) {
   let mod = null;
   const env = {
     // abi_adapter.c's output sink: bytes at data, n of them
     js_sink_write: (data, n) => (mod.wispSinkWrite(Number(data), Number(n)) ? 1 : 0),
   };
+  if (limits) {
+    env.memory = new WebAssembly.Memory({ initial: BigInt(limits.min), maximum: BigInt(limits.max ?? WASM64_LIMIT / 65536),
+      shared: true, address: 'i64' });
+  }
   const instance = await WebAssembly.instantiate(module, { env });
   mod = wideModule(instance, signatures, unsigned);
+  if (limits) mod.wasmMemory = env.memory;
+  if (threads > 1) await startWorkers(mod, module, env.memory, threads);
   return mod;
 }
 
-// Compiles the build from its bytes, keeping the signatures JS needs.
+// The workers of the threaded variant, and mod.wispClose to end them.
+async function startWorkers(mod, module, memory, threads) {
+  const pool = mod._ww_pool64_new(threads);
+  if (!pool) throw new WispError('capacity', `out of wasm memory for a pool of ${threads} threads`);
+  const workers = [];
+  mod.wispClose = () => {
+    for (const w of workers) w.terminate();
+  };
+  const url = new URL('./engine64-worker.mjs', import.meta.url);
+  const isNode = typeof process === 'object' && process.versions?.node != null && typeof window === 'undefined';
+  const { Worker: NodeWorker } = isNode ? await import('node:worker_threads') : {};
+  try {
+    await Promise.all(Array.from({ length: threads - 1 }, (_, i) => new Promise((resolve, reject) => {
+      const stack = mod._ww_alloc(STACK_BYTES);
+      if (!stack) throw new WispError('capacity', `out of wasm memory for worker ${i + 1}'s stack`);
+      // (Node: not the process's --input-type, which a worker given a file refuses)
+      const w = isNode ? new NodeWorker(url, { execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')) })
+        : new Worker(url, { type: 'module' });
+      workers.push(w);
+      const failed = (e) => reject(new WispError('io', `a worker of the wasm64 build failed to start: ${e?.message ?? e}`));
+      const onMessage = (m) => {
+        const data = isNode ? m : m.data;
+        if (data?.ready) resolve();
+        else if (data?.error) failed(data.error);
+      };
+      if (isNode) {
+        w.on('message', onMessage);
+        w.on('error', failed);
+      } else {
+        w.onmessage = onMessage;
+        w.onerror = (e) => { e.preventDefault?.(); failed(e.message || `could not load ${url}`); };
+      }
+      w.postMessage({ module, memory, pool, stackTop: stack + STACK_BYTES });
+    })));
+    // each worker says ready just before it enters the loop; the pool counts them in
+    for (let waited = 0; mod._ww_pool64_started(pool) < threads - 1; waited++) {
+      if (waited > 5000) throw new WispError('io', `the wasm64 build's workers did not start (${mod._ww_pool64_started(pool)} of ${threads - 1})`);
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    // Node: idle workers must not keep the process running (calls block the
+    // caller until their work is done anyway)
+    if (isNode) for (const w of workers) w.unref();
+  } catch (e) {
+    mod.wispClose();
+    throw e;
+  }
+}
+
+// Compiles the build from its bytes, keeping what JS needs of its shape.
 export async function compileWide(bytes) {
   const why = whyNoMemory64();
   if (why) throw new WispError('unsupported', `the wasm64 build cannot run here: ${why}`);
-  return { module: await WebAssembly.compile(bytes), signatures: exportSignatures(bytes) };
+  return { module: await WebAssembly.compile(bytes), ...moduleShape(bytes) };
 }

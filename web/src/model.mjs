@@ -133,14 +133,14 @@ export class Model {
       // refused before its bytes are copied (or downloaded).
       const plan = await planPrefix(srcs.map((s) => s.prefix), srcs.map((s) => s.size), cfg, names, options);
       checkFits(plan, names[0]);
-      if (plan.build === 'wasm64') [cfg.threads, cfg.whyNotThreaded] = [plan.config.threads, plan.whyNotThreaded];
-      engine = plan.build === 'wasm64' ? await newEngine({ wasm64: true }) : await newEngine({ threads: cfg.threads }).catch(async (e) => {
+      const start = (threads) => newEngine({ threads, wasm64: plan.build === 'wasm64' });
+      engine = await start(cfg.threads).catch(async (e) => {
         if (cfg.threads === 1) throw e;
         // the threaded build did not start (a worker script that was not
         // served, say): one thread it is, and the model says why
         cfg.threads = 1;
         cfg.whyNotThreaded = `the threaded build did not start: ${e.message}`;
-        return newEngine({ threads: 1 });
+        return start(1);
       });
       // shards one after the other; progress counts over all of them
       const placed = [];

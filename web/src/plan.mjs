@@ -106,27 +106,18 @@ function planHeaders(e, heads, fileSizes, cfg, names, { finetune, kernels }) {
       }
     }
     // the kernel level as loadModel would choose it: attention's scratch depends on it
-    const fileBytes = fileSizes.some((s) => s === undefined) ? undefined : fileSizes.reduce((a, b) => a + b, 0);
-    const planFor = (c) => {
-      const k = kernels === undefined ? 0 : e.scratchString(String(kernels), 'second_key');
-      if (e.mod._ww_plan(model, e.config(c), k, e.record('plan')) !== 0) throw e.error(model);
-      const plan = e.readPlan();
-      plan.config.threads = c.threads;
-      plan.whyNotThreaded = c.whyNotThreaded;
-      plan.fileBytes = fileBytes;
-      plan.shards = heads.length;
-      plan.name = e.metaString(model, 'general.name') ?? names[0];
-      plan.architecture = e.metaString(model, 'general.architecture');
-      // a session's arena comes on top of the model's
-      if (finetune) plan.finetune = planFinetune(e, model, finetune, c.threads);
-      return withWasmEstimate(plan, c.build);
-    };
-    const plan = planFor(cfg);
-    if (plan.build !== 'wasm64' || cfg.threads === 1) return plan;
-    // the wasm64 build runs on one thread: the plan for one (a thread's scratch less)
-    const why = cfg.build === 'wasm64' ? "build: 'wasm64' was asked for, and the wasm64 build runs on one thread"
-      : `the model needs the wasm64 build (${plan.wasmBytes} bytes of wasm memory, more than wasm32's ${WASM32_LIMIT}), which runs on one thread`;
-    return planFor({ ...cfg, build: 'wasm64', threads: 1, whyNotThreaded: why });
+    const k = kernels === undefined ? 0 : e.scratchString(String(kernels), 'second_key');
+    if (e.mod._ww_plan(model, e.config(cfg), k, e.record('plan')) !== 0) throw e.error(model);
+    const plan = e.readPlan();
+    plan.config.threads = cfg.threads;
+    plan.whyNotThreaded = cfg.whyNotThreaded;
+    plan.fileBytes = fileSizes.some((s) => s === undefined) ? undefined : fileSizes.reduce((a, b) => a + b, 0);
+    plan.shards = heads.length;
+    plan.name = e.metaString(model, 'general.name') ?? names[0];
+    plan.architecture = e.metaString(model, 'general.architecture');
+    // a session's arena comes on top of the model's
+    if (finetune) plan.finetune = planFinetune(e, model, finetune, cfg.threads);
+    return withWasmEstimate(plan, cfg.build);
   } finally {
     e.mod._ww_close(model);
   }
@@ -144,8 +135,8 @@ const OVERHEAD = 4 << 20;
 // What loading will take in wasm memory: the file (copied in once), the
 // arena (and a fine-tuning session's), and the engine's own few megabytes;
 // and which build of the engine takes it: wasm32 (the one-thread and the
-// threaded build) addresses 4 GiB, wasm64 (one thread, where the JS engine
-// has Memory64) 16 GiB. The first build that is available here, fits, and
+// threaded build) addresses 4 GiB, wasm64 (its one-thread and threaded
+// variants, where the JS engine has Memory64) 16 GiB. The first build that is available here, fits, and
 // is the one asked for (`build`: 'auto', 'wasm32' or 'wasm64') is chosen.
 export function withWasmEstimate(plan, build = 'auto') {
   const known = plan.fileBytes !== undefined;

@@ -1,19 +1,20 @@
 #!/usr/bin/env node
 // The wasm64 (Memory64) build in Chromium, which has Memory64:
-//  - small models (2-layer SmolLM2-135M shapes at Q8_0 and Q4_K_M, `wisp
-//    make-model`, and stories260K): with build 'wasm64' the tokens (greedy and seeded) equal
-//    the wasm32 build's, and so does a 2-step LoRA fine-tune written out as
-//    GGUF (which goes through the build's JS sink); so do a chat, a
-//    JSON-schema-constrained answer and an embedding, and a worker model's
-//    tokens; the model says which build ran and why it has one thread;
+//  - small models (2-layer SmolLM2-135M shapes at Q8_0 and Q4_K_M from `wisp
+//    make-model`, and stories260K): with build 'wasm64' the tokens (greedy
+//    and seeded) equal the wasm32 build's, and so do a chat, a
+//    JSON-schema-constrained answer, an embedding and a 2-step LoRA
+//    fine-tune written out as GGUF (through the build's JS sink); with 2
+//    threads the threaded wasm64 variant runs, its workers share the work
+//    (also when the model is a worker model), with the same tokens and bytes;
 //  - a model past 4 GiB (TinyLlama-1.1B-shaped F32, 4.1 GiB, written to WORK
 //    and deleted after): plan() picks wasm64 with the numbers, loadModel
-//    from a URL runs it, buffers lie past 4 GiB, and the greedy text equals
-//    the native CLI's.
+//    from a URL runs it on 2 threads, buffers lie past 4 GiB, and the greedy
+//    text equals the native CLI's.
 // Node 20 has no Memory64: there plan() says why the build is not available,
 // and the same file is refused before any byte is copied, with the numbers.
 // Node 24 has it (from the npm registry, `make web-deps`): there too wasm64's
-// tokens equal wasm32's, and the big file loads by itself on wasm64.
+// tokens equal wasm32's, and the big file loads by itself on threaded wasm64.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -91,18 +92,19 @@ try {
         const w = await import('/src/index.mjs');
         const out = { plan: await w.plan(url, { ctx: 256, cache: false }) };
         const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
-        for (const build of ['wasm32', 'wasm64', 'wasm64 worker']) {
-          const m = await w.loadModel(url, { ctx: 256, batch: 16, build: build.split(' ')[0], threads: build === 'wasm32' ? 1 : 2,
-            worker: build.endsWith('worker'), cache: false });
-          const r = { build: m.info.build, threads: m.threads, why: m.whyNotThreaded, kernels: m.info.kernels };
+        const variants = { wasm32: ['wasm32', 1], wasm64: ['wasm64', 1], wasm64mt: ['wasm64', 2], worker: ['wasm64', 2, true] };
+        for (const [name, [build, threads, worker = false]] of Object.entries(variants)) {
+          const m = await w.loadModel(url, { ctx: 256, batch: 16, build, threads, worker, cache: false });
+          const r = { build: m.info.build, threads: m.threads, why: m.whyNotThreaded, kernels: m.info.kernels, pieces: 0 };
           for (const [k, o] of Object.entries(g)) {
             const ids = [];
             await m.complete(p, { ...o, onToken: (id) => ids.push(id) });
             r[k] = ids.join(',');
+            r.pieces += m.lastStats.workerPieces;
           }
-          if (build.endsWith('worker')) {
+          if (worker) {
             await m.dispose();
-            out[build] = r;
+            out[name] = r;
             continue;
           }
           r.chat = '';
@@ -116,7 +118,7 @@ try {
           r.adapterSum = bytes.reduce((h, b) => (h * 31 + b) >>> 0, 7);
           adapter.dispose();
           m.dispose();
-          out[build] = r;
+          out[name] = r;
         }
         return out;
       }, [url, prompt, gens, corpus]);
@@ -124,25 +126,27 @@ try {
       checkEqual(b64?.available, true, `${file}: Chromium runs the wasm64 build`);
       checkEqual(b64?.limitBytes, 16 * GiB, `${file}: wasm64 addresses 16 GiB`);
       checkEqual(r.plan.build, 'wasm32', `${file}: plan() picks wasm32 for a model that fits it`);
-      checkEqual(r.wasm64.build, 'wasm64', `${file}: build 'wasm64' ran the wasm64 build`);
       checkEqual(r.wasm32.build, 'single', `${file}: build 'wasm32' with one thread ran the single-thread build`);
-      checkEqual(r.wasm64.threads, 1, `${file}: wasm64 runs on one thread`);
-      check(/wasm64/.test(r.wasm64.why ?? ''), `${file}: and says why (${r.wasm64.why})`);
+      checkEqual(`${r.wasm64.build}/${r.wasm64.threads}`, 'wasm64/1', `${file}: build 'wasm64' with one thread ran the wasm64 build`);
+      checkEqual(`${r.wasm64mt.build}/${r.wasm64mt.threads}`, 'wasm64-threaded/2', `${file}: with 2 threads, its threaded variant`);
+      checkEqual(`${r.worker.build}/${r.worker.threads}`, 'wasm64-threaded/2', `${file}: so does a worker model (its workers started from a worker)`);
+      check(r.wasm64mt.pieces > 0 && r.worker.pieces > 0, `${file}: the other thread ran pieces of the work (${r.wasm64mt.pieces}, ${r.worker.pieces})`);
+      checkEqual(r.wasm64.pieces, 0, `${file}: with one thread no other thread ran any`);
       checkEqual(r.wasm64.kernels, 'wasm-simd128', `${file}: wasm64 has the SIMD kernels`);
       for (const k of Object.keys(gens)) {
-        checkEqual(r.wasm64[k], r.wasm32[k], `${file}, ${k}: wasm64 tokens equal wasm32's`);
-        checkEqual(r['wasm64 worker'][k], r.wasm32[k], `${file}, ${k}: a wasm64 worker model's tokens equal wasm32's`);
+        for (const v of ['wasm64', 'wasm64mt', 'worker']) checkEqual(r[v][k], r.wasm32[k], `${file}, ${k}: ${v}'s tokens equal wasm32's`);
       }
-      checkEqual(r['wasm64 worker'].build, 'wasm64', `${file}: a worker model ran the wasm64 build`);
       console.log(`${file}: chat ${JSON.stringify(r.wasm64.chat)}, constrained ${r.wasm64.json}`);
       for (const k of ['chat', 'json', 'embedding']) {
         check(r.wasm32[k].length > 0, `${file}: the wasm32 ${k} is not empty`);
-        checkEqual(r.wasm64[k], r.wasm32[k], `${file}: wasm64's ${k} equals wasm32's`);
+        for (const v of ['wasm64', 'wasm64mt']) checkEqual(r[v][k], r.wasm32[k], `${file}: ${v}'s ${k} equals wasm32's`);
       }
       check(r.wasm32.greedy !== r.wasm32.seeded, `${file}: greedy and seeded tokens differ`);
       check(r.wasm64.adapterBytes > 1000, `${file}: the fine-tuned adapter was written (${r.wasm64.adapterBytes} bytes)`);
-      checkEqual(`${r.wasm64.adapterBytes}/${r.wasm64.adapterSum}`, `${r.wasm32.adapterBytes}/${r.wasm32.adapterSum}`,
-        `${file}: the fine-tuned adapter's GGUF bytes equal wasm32's`);
+      for (const v of ['wasm64', 'wasm64mt']) {
+        checkEqual(`${r[v].adapterBytes}/${r[v].adapterSum}`, `${r.wasm32.adapterBytes}/${r.wasm32.adapterSum}`,
+          `${file}: ${v}'s fine-tuned adapter's GGUF bytes equal wasm32's`);
+      }
     }
 
     // Past 4 GiB: auto picks wasm64.
@@ -158,6 +162,7 @@ try {
         plan: { build: plan.build, wasmBytes: plan.wasmBytes, fileBytes: plan.fileBytes, builds: plan.builds, threads: plan.config.threads, why: plan.whyNotThreaded, total: plan.total },
         build: m.info.build, threads: m.threads, why: m.whyNotThreaded, total: m.memoryPlan.total, text, loadMs,
         memory: m.memoryBytes, grew: m.memoryBytes !== before, io: m._engine.mod._ww_io(m._ptr), tps: m.lastStats.tokensPerSecond,
+        pieces: m.lastStats.workerPieces,
       };
       m.dispose();
       return r;
@@ -168,10 +173,10 @@ try {
     checkEqual(big.plan.builds.find((b) => b.name === 'wasm32')?.fits, false, 'big: it does not fit wasm32');
     checkEqual(big.plan.builds.find((b) => b.name === 'wasm64')?.fits, true, 'big: it fits wasm64');
     checkEqual(big.plan.build, 'wasm64', 'big: plan() picks wasm64');
-    checkEqual(big.plan.threads, 1, 'big: planned for one thread');
-    check(/needs the wasm64 build \(\d+ bytes/.test(big.plan.why ?? ''), `big: the plan says why one thread, with the numbers (${big.plan.why})`);
-    checkEqual(big.build, 'wasm64', 'big: loadModel ran the wasm64 build');
-    checkEqual(big.threads, 1, 'big: on one thread');
+    checkEqual(big.plan.threads, 2, 'big: planned for the 2 threads this machine reports');
+    checkEqual(big.build, 'wasm64-threaded', 'big: loadModel ran the threaded wasm64 build');
+    checkEqual(big.threads, 2, 'big: on 2 threads');
+    check(big.pieces > 0, `big: the other thread ran pieces of the work (${big.pieces})`);
     checkEqual(big.total, big.plan.total, 'big: the header plan is the plan init used');
     check(big.memory > 4 * GiB, `big: wasm memory is past 4 GiB (${big.memory})`);
     check(big.io > 4 * GiB, `big: the I/O buffer lies past 4 GiB (${big.io})`);
@@ -193,7 +198,7 @@ try {
       }
       const plan = await w.plan(big, { ctx: 256, batch: 16 });
       const m = await w.loadModel(big, { ctx: 256, batch: 16 });
-      out.big = { planned: plan.build, build: m.info.build, threads: m.threads, text: await m.complete(bigPrompt, { temperature: 0, maxTokens: Number(n) }) };
+      out.big = { planned: plan.build, build: m.info.build, threads: m.threads, why: m.whyNotThreaded, text: await m.complete(bigPrompt, { temperature: 0, maxTokens: Number(n) }) };
       m.dispose();
       console.log(JSON.stringify(out));
       process.exit(0);`;
@@ -203,7 +208,8 @@ try {
     checkEqual(inNode.wasm64.build, 'wasm64', `Node 24: build 'wasm64' ran the wasm64 build`);
     check(inNode.wasm32.text.length > 0, `Node 24: stories260K generates (${JSON.stringify(inNode.wasm32.text)})`);
     checkEqual(inNode.wasm64.text, inNode.wasm32.text, 'Node 24: wasm64 text equals wasm32\'s');
-    checkEqual(`${inNode.big.planned}/${inNode.big.build}/${inNode.big.threads}`, 'wasm64/wasm64/1', 'Node 24: the big model plans and loads on wasm64, one thread');
+    checkEqual(`${inNode.big.planned}/${inNode.big.build}/${inNode.big.threads}`, 'wasm64/wasm64-threaded/2',
+      `Node 24: the big model plans and loads on wasm64, threaded (worker threads) (${inNode.big.why})`);
     checkEqual(inNode.big.text, nativeBig, 'Node 24: the big model\'s greedy text equals the native CLI\'s');
   } finally {
     await ctx.close();

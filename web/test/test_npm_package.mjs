@@ -20,7 +20,8 @@ const npm = (args, cwd) => execFileSync('npm', args, { cwd, env: npmEnv, encodin
 const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', dir, WEB_OUT], dir))[0];
 const files = packed.files.map((f) => f.path);
 for (const f of ['package.json', 'src/index.mjs', 'src/worker.mjs', 'types/index.d.ts', 'dist/wisp-engine.mjs', 'dist/wisp-engine.wasm',
-  'dist/wisp-engine-mt.mjs', 'dist/wisp-engine-mt.wasm', 'dist/wisp-engine-mt.worker.js', 'dist/wisp-engine-64.wasm', 'dist/package.json',
+  'dist/wisp-engine-mt.mjs', 'dist/wisp-engine-mt.wasm', 'dist/wisp-engine-mt.worker.js', 'dist/wisp-engine-64.wasm', 'dist/wisp-engine-64-mt.wasm',
+  'src/engine64-worker.mjs', 'dist/package.json',
   'README.md'])
   check(files.includes(f), `the tarball holds ${f}`);
 check(!files.some((f) => f.startsWith('demo/') || f.startsWith('test/')), 'the tarball leaves the demo and tests out');

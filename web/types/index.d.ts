@@ -54,7 +54,7 @@ export interface EngineOptions {
   threads?: number;
   /**
    * the engine build: 'auto' (default: wasm32 when file + arena fit its 4 GiB, else wasm64 where the
-   * JavaScript engine has Memory64), 'wasm32' or 'wasm64' (up to 16 GiB; one thread)
+   * JavaScript engine has Memory64), 'wasm32' or 'wasm64' (up to 16 GiB); each runs threads as `threads` says
    */
   build?: 'auto' | 'wasm32' | 'wasm64';
 }
@@ -386,8 +386,8 @@ export interface ModelInfo {
   architecture: string | undefined;
   /** the kernel table in use, e.g. 'wasm-simd128' */
   kernels: string;
-  /** the engine build: 'threaded' (wasm threads), 'single' (wasm32, one thread) or 'wasm64' (one thread) */
-  build: 'threaded' | 'single' | 'wasm64';
+  /** the engine build: wasm32's 'single' (one thread) or 'threaded' (wasm threads), or wasm64's 'wasm64' or 'wasm64-threaded' */
+  build: 'threaded' | 'single' | 'wasm64' | 'wasm64-threaded';
   source: string;
   /** for a URL: 'hit' (read from the cache), 'stored' (downloaded and kept), or why it was not cached (a split model: the shards' if they agree, else 'mixed (see shardCache)') */
   cache?: string;
@@ -528,6 +528,6 @@ export declare function cachedModels(): Promise<CachedModel[]>;
 export declare function clearCache(url?: string | URL): Promise<boolean>;
 /** Where the .wasm files are, when a bundler moved them (threadedWasmUrl: dist/wisp-engine-mt.wasm). */
 export declare function configureEngine(options: {
-  wasmUrl?: string | URL; threadedWasmUrl?: string | URL; wasm64Url?: string | URL; wasmBinary?: ArrayBuffer | Uint8Array; wasmModule?: WebAssembly.Module;
+  wasmUrl?: string | URL; threadedWasmUrl?: string | URL; wasm64Url?: string | URL; wasm64ThreadedUrl?: string | URL; wasmBinary?: ArrayBuffer | Uint8Array; wasmModule?: WebAssembly.Module;
 }): void;
 export declare const version: string;

@@ -15,7 +15,7 @@ async function direct(bytes: Uint8Array, file: File): Promise<void> {
   const threads: number = m.threads + p.config.threads;
   const why: string | null = m.whyNotThreaded;
   const fits: boolean | undefined = p.builds?.find((b) => b.name === 'wasm32')?.fits;
-  const build: 'threaded' | 'single' | 'wasm64' = m.info.build;
+  const build: 'threaded' | 'single' | 'wasm64' | 'wasm64-threaded' = m.info.build;
   const wide: Model = await loadModel(bytes, { build: 'wasm64' });
   const chosen: 'wasm32' | 'wasm64' | null | undefined = (await plan(file, { build: 'auto' })).build;
   console.log(threads, why, fits, build, p.build, wide.info.build, chosen);
