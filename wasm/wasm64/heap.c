@@ -17,9 +17,11 @@
 
 enum { ALIGN = 16, PAGE = 65536 };
 
+/* ALIGN bytes, so payloads stay aligned: two size_t in wasm64, padded where
+ * size_t is 4 bytes (the unit test on 32-bit ARM). */
 typedef struct block {
-    size_t size; /* bytes of this block, header included; bit 0: in use */
-    size_t prev; /* bytes of the block before it (0: first block) */
+    _Alignas(ALIGN) size_t size; /* bytes of this block, header included; bit 0: in use */
+    size_t prev;                 /* bytes of the block before it (0: first block) */
 } block;
 
 /* The smallest block: a header and one aligned payload. */
