@@ -170,6 +170,9 @@ static void limits(void) {
     heap_free(NULL);
     void *out = NULL;
     CHECK(heap_posix_memalign(&out, 256, 1000) == 0 && out && (uintptr_t)out % 256 == 0, "posix_memalign aligns");
+    void *bad = NULL;
+    CHECK(heap_posix_memalign(&bad, 24, 10) == 22 && heap_posix_memalign(&bad, 2, 10) == 22 && !bad,
+          "posix_memalign refuses an alignment that is not a power-of-two multiple of sizeof(void *)");
     heap_free(out);
 }
 

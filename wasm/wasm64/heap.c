@@ -162,7 +162,8 @@ void *HEAP_FN(aligned_alloc)(size_t align, size_t n) {
 }
 
 int HEAP_FN(posix_memalign)(void **out, size_t align, size_t n) {
-    void *p = HEAP_FN(aligned_alloc)(align < sizeof(void *) ? sizeof(void *) : align, n);
+    if (align < sizeof(void *) || (align & (align - 1))) return 22; /* EINVAL */
+    void *p = HEAP_FN(aligned_alloc)(align, n);
     if (!p) return 12; /* ENOMEM */
     *out = p;
     return 0;
