@@ -48,7 +48,10 @@ export async function planPrefix(readers, fileSizes, cfg, names, options = {}) {
   // it; without Memory64, wasm32's planner sees such a file as 4 GiB long.
   const huge = fileSizes.findIndex((s) => s > WASM32_LIMIT - 1);
   const build = huge >= 0 && whyNoMemory64() === null ? 'wasm64' : 'wasm32';
-  planners[build] ??= newEngine({ wasm64: build === 'wasm64' });
+  if (!planners[build]) {
+    planners[build] = newEngine({ wasm64: build === 'wasm64' });
+    planners[build].catch(() => { planners[build] = null; }); // one that failed to start is tried again next time
+  }
   const e = await planners[build];
   const heads = [];
   try {
