@@ -5,9 +5,9 @@
 import createWispEngine from '../dist/wisp-engine.mjs';
 import { compileWide, instantiateWide } from './engine64.mjs';
 import { WispError } from './errors.mjs';
+import { isNode } from './util.mjs';
 
-export const isNode = typeof process === 'object' && process.versions != null && process.versions.node != null &&
-  typeof window === 'undefined' && typeof importScripts !== 'function';
+export { isNode } from './util.mjs';
 
 // wasm32 addresses 4 GiB: a model's file, its arena and the engine's few
 // megabytes must fit in that.

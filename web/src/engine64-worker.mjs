@@ -2,7 +2,8 @@
 // instance of the module over the pool's shared memory, on a stack of its
 // own, that runs pieces of the pool's jobs (wasm/wasm64/pool.c) until the
 // pool stops. It never calls back into JS, so it needs no runtime.
-const isNode = typeof process === 'object' && process.versions?.node != null && typeof self === 'undefined';
+import { isNode } from './util.mjs';
+
 const port = isNode ? (await import('node:worker_threads')).parentPort : self;
 
 function run({ module, memory, pool, stackTop }) {

@@ -10,6 +10,7 @@
 // far below 2^53, so addresses and sizes are exact), and the ABI's unsigned
 // i32 results read unsigned.
 import { WispError } from './errors.mjs';
+import { isNode } from './util.mjs';
 
 // The most V8 gives a 64-bit memory (wasm/wasm64/wasm64.mk links the module
 // with this maximum).
@@ -151,7 +152,6 @@ async function startWorkers(mod, module, memory, threads) {
     for (const w of workers) w.terminate();
   };
   const url = new URL('./engine64-worker.mjs', import.meta.url);
-  const isNode = typeof process === 'object' && process.versions?.node != null && typeof window === 'undefined';
   const { Worker: NodeWorker } = isNode ? await import('node:worker_threads') : {};
   try {
     await Promise.all(Array.from({ length: threads - 1 }, (_, i) => new Promise((resolve, reject) => {

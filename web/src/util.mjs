@@ -1,6 +1,10 @@
 // Small helpers shared by the model, the trainer and the worker.
 import { WispError } from './errors.mjs';
 
+// Node.js, not a browser or a worker of one (engine.mjs re-exports it).
+export const isNode = typeof process === 'object' && process.versions != null && process.versions.node != null &&
+  typeof window === 'undefined' && typeof importScripts !== 'function';
+
 export const now = () => (typeof performance === 'object' ? performance.now() : Date.now());
 
 // One operation at a time on a model: calls queue up in order.
