@@ -12,11 +12,12 @@
 // tokens/s in the browser next to the native CLI's for the same settings.
 // Each engine x model runs in a fresh browser. Results: $BENCH_OUT/results.{json,md}.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { CHROMIUM, launchChromium } from '../test/chromium.mjs';
 
 const env = (k) => process.env[k] || (() => { throw new Error(`${k} is not set (run: make bench-web)`); })();
 const WEB_OUT = env('WEB_OUT');
@@ -24,7 +25,6 @@ const WEB_DEPS = env('WEB_DEPS');
 const WISP = env('WISP');
 const SHARED = env('WISP_SHARED');
 const OUT = env('BENCH_OUT');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const WLLAMA_VERSION = '3.8.1';
 const here = path.dirname(fileURLToPath(import.meta.url));
 mkdirSync(path.join(OUT, 'models'), { recursive: true });
@@ -77,7 +77,6 @@ for (const m of models) {
 
 const require = createRequire(path.join(WEB_DEPS, 'node_modules', '.resolve'));
 const pw = await import(pathToFileURL(require.resolve('playwright-core')).href);
-const chromium = pw.chromium ?? pw.default.chromium;
 const { serve } = await import(pathToFileURL(path.join(WEB_OUT, 'demo', 'serve.mjs')).href);
 const server = await serve({
   root: WEB_OUT, port: 0,
@@ -125,25 +124,19 @@ function browserPidOf(profile) {
 }
 
 async function measure(query, timeoutMs = 600000) {
-  const profile = mkdtempSync(path.join(OUT, 'chromium-profile-'));
-  const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium(pw, { dir: OUT });
   try {
-    const page = ctx.pages()[0] ?? await ctx.newPage();
+    const { page } = browser;
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${base}/bench/page.html?${new URLSearchParams(query)}`);
     await page.waitForFunction(() => window.__bench !== undefined, null, { timeout: timeoutMs });
     const r = await page.evaluate(() => window.__bench);
     if (!r.ok) throw new Error(`${query.engine} on ${query.model}: ${r.error} ${errors.join(' | ')}`);
-    r.result.peakRss = rendererPeak(browserPidOf(profile));
+    r.result.peakRss = rendererPeak(browserPidOf(browser.profile));
     return r.result;
   } finally {
-    await ctx.close();
-    rmSync(profile, { recursive: true, force: true });
+    await browser.close();
   }
 }
 

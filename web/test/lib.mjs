@@ -9,6 +9,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { CHROMIUM, launchChromium as launchIn } from './chromium.mjs';
 
 function env(name) {
   const v = process.env[name];
@@ -85,6 +86,18 @@ export async function dep(name) {
     skip(`npm package ${name} is not installed in ${WEB_DEPS} (make web-deps)`);
   }
   return import(pathToFileURL(resolved).href);
+}
+
+// The browser tests call this first, so that they skip before any
+// expensive setup. Returns playwright-core, for launchChromium.
+export function requireChromium() {
+  if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+  return dep('playwright-core');
+}
+
+// chromium.mjs's launchChromium, with the profile under WORK.
+export function launchChromium(playwright, options = {}) {
+  return launchIn(playwright, { dir: WORK, ...options });
 }
 
 export function wispPackage() {

@@ -5,17 +5,14 @@
 // says so), and gives the same tokens, in the page and in a worker model.
 // cachedModels() lists it, clearCache() forgets it, cache: false bypasses
 // it, and a load that is aborted leaves no entry behind.
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { WEB_OUT, WORK, check, checkEqual, cliGreedy, dep, done, fail, shared, skip } from './lib.mjs';
+import { WEB_OUT, check, checkEqual, cliGreedy, done, fail, launchChromium, requireChromium, shared } from './lib.mjs';
 
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+const playwright = await requireChromium();
 const modelPath = shared('models/stories260K.gguf');
 const otherPath = shared('models/llama-2-tiny-random.gguf');
-const playwright = await dep('playwright-core');
-const chromium = playwright.chromium ?? playwright.default.chromium;
 const { serve } = await import(pathToFileURL(path.join(WEB_OUT, 'demo', 'serve.mjs')).href);
 
 const prompt = 'Once upon a time';
@@ -27,16 +24,11 @@ const server = await serve({ root: WEB_OUT, models: path.dirname(modelPath), por
   onRequest: (req) => requests.push({ url: req.url, range: req.headers.range }) });
 const base = `http://127.0.0.1:${server.address().port}`;
 const modelRequests = (u) => requests.filter((r) => r.url === u);
-const profile = mkdtempSync(path.join(WORK, 'chromium-profile-'));
 const errors = [];
-const ctx = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM, headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchChromium(playwright);
 
 try {
-  const page = ctx.pages()[0] ?? await ctx.newPage();
+  const { page } = browser;
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   await page.goto(`${base}/demo/`);
@@ -113,8 +105,7 @@ try {
 } catch (e) {
   fail(`${e.stack ?? e.message}${errors.length ? `\npage errors: ${errors.join(' | ')}` : ''}`);
 } finally {
-  await ctx.close();
+  await browser.close();
   server.close();
-  rmSync(profile, { recursive: true, force: true });
 }
 done();

@@ -9,17 +9,14 @@
 // template, packed): the panel's data report equals `wisp finetune`'s for the
 // same file. Also the package's direct (main-thread) API in the page.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { WEB_OUT, WISP, WORK, check, checkEqual, cliGreedy, dep, done, fail, shared, skip } from './lib.mjs';
+import { WEB_OUT, WISP, WORK, check, checkEqual, cliGreedy, done, fail, launchChromium, requireChromium, shared } from './lib.mjs';
 
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+const playwright = await requireChromium();
 const modelPath = shared('models/stories260K.gguf');
 const corpus = readFileSync(shared('data/tinyshakespeare.txt'), 'utf8').slice(0, 6000);
-const playwright = await dep('playwright-core');
-const chromium = playwright.chromium ?? playwright.default.chromium;
 const { serve } = await import(pathToFileURL(path.join(WEB_OUT, 'demo', 'serve.mjs')).href);
 
 const prompt = 'Once upon a time';
@@ -27,20 +24,12 @@ const nTokens = 40;
 const expected = cliGreedy(modelPath, prompt, nTokens);
 const server = await serve({ root: WEB_OUT, models: path.dirname(modelPath), port: 0 });
 const base = `http://127.0.0.1:${server.address().port}`;
-const profile = mkdtempSync(path.join(WORK, 'chromium-profile-'));
 const pageErrors = [];
-const ctx = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
-  acceptDownloads: true,
-  viewport: { width: 1100, height: 1500 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchChromium(playwright, { acceptDownloads: true, viewport: { width: 1100, height: 1500 } });
 const stateIs = (s) => `document.body.dataset.state === ${JSON.stringify(s)}`;
 
 try {
-  const page = ctx.pages()[0] ?? await ctx.newPage();
+  const { page } = browser;
   page.on('pageerror', (e) => pageErrors.push(e.message));
   page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
   await page.goto(`${base}/demo/`);
@@ -239,8 +228,7 @@ try {
 } catch (e) {
   fail(`${e.message}${pageErrors.length ? `\npage errors: ${pageErrors.join(' | ')}` : ''}`);
 } finally {
-  await ctx.close();
+  await browser.close();
   server.close();
-  rmSync(profile, { recursive: true, force: true });
 }
 done();

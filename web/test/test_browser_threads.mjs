@@ -7,17 +7,14 @@
 // written to WORK and deleted after), wide enough that every matrix product
 // is split over the threads.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { WEB_OUT, WISP, WORK, check, checkEqual, dep, done, fail, shared, skip, wispPackage } from './lib.mjs';
+import { WEB_OUT, WISP, WORK, check, checkEqual, done, fail, launchChromium, requireChromium, shared, wispPackage } from './lib.mjs';
 
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+const playwright = await requireChromium();
 const stories = shared('models/stories260K.gguf');
 const vocab = shared('models/tokenizers/llamacpp-vocab/ggml-vocab-smollm2.gguf');
-const playwright = await dep('playwright-core');
-const chromium = playwright.chromium ?? playwright.default.chromium;
 const { serve } = await import(pathToFileURL(path.join(WEB_OUT, 'demo', 'serve.mjs')).href);
 
 const modelDir = mkdtempSync(path.join(WORK, 'threads-models-'));
@@ -44,15 +41,10 @@ check(ref.greedy !== ref.seeded, 'the reference greedy and seeded tokens differ'
 async function inChromium(isolate, root = WEB_OUT) {
   const server = await serve({ root, mounts: { '/models/': modelDir, '/shared-models/': path.dirname(stories) }, port: 0, isolate });
   const base = `http://127.0.0.1:${server.address().port}`;
-  const profile = mkdtempSync(path.join(WORK, 'chromium-profile-'));
   const errors = [];
-  const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium(playwright);
   try {
-    const page = ctx.pages()[0] ?? await ctx.newPage();
+    const { page } = browser;
     page.on('pageerror', (e) => errors.push(e.message));
     page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
     await page.goto(`${base}/demo/`);
@@ -96,9 +88,8 @@ async function inChromium(isolate, root = WEB_OUT) {
     }, [`/models/${modelFile}`, prompt, gens]);
     return { demo, api, errors };
   } finally {
-    await ctx.close();
+    await browser.close();
     server.close();
-    rmSync(profile, { recursive: true, force: true });
   }
 }
 

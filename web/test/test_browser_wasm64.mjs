@@ -19,16 +19,14 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { WEB_DEPS, WEB_OUT, WISP, WORK, check, checkEqual, cliGreedy, dep, done, expectError, fail, shared, skip, wispPackage } from './lib.mjs';
+import { WEB_DEPS, WEB_OUT, WISP, WORK, check, checkEqual, cliGreedy, done, expectError, fail, launchChromium, requireChromium, shared, skip,
+  wispPackage } from './lib.mjs';
 
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+const playwright = await requireChromium();
 const GiB = 2 ** 30;
 const stories = shared('models/stories260K.gguf');
 const smolVocab = shared('models/tokenizers/llamacpp-vocab/ggml-vocab-smollm2.gguf');
 const llamaVocab = shared('models/tokenizers/llamacpp-vocab/ggml-vocab-llama-spm.gguf');
-const playwright = await dep('playwright-core');
-const chromium = playwright.chromium ?? playwright.default.chromium;
 const { serve } = await import(pathToFileURL(path.join(WEB_OUT, 'demo', 'serve.mjs')).href);
 const { whyNoMemory64 } = await import(pathToFileURL(path.join(WEB_OUT, 'src', 'engine64.mjs')).href);
 
@@ -73,15 +71,10 @@ try {
 
   const server = await serve({ root: WEB_OUT, mounts: { '/models/': modelDir, '/shared-models/': path.dirname(stories) }, port: 0, isolate: true });
   const base = `http://127.0.0.1:${server.address().port}`;
-  const profile = mkdtempSync(path.join(WORK, 'chromium-profile-'));
-  const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium(playwright);
   const errors = [];
   try {
-    const page = ctx.pages()[0] ?? await ctx.newPage();
+    const { page } = browser;
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${base}/demo/`);
     await page.waitForFunction('document.body.dataset.state === "empty"');
@@ -212,9 +205,8 @@ try {
       `Node 24: the big model plans and loads on wasm64, threaded (worker threads) (${inNode.big.why})`);
     checkEqual(inNode.big.text, nativeBig, 'Node 24: the big model\'s greedy text equals the native CLI\'s');
   } finally {
-    await ctx.close();
+    await browser.close();
     server.close();
-    rmSync(profile, { recursive: true, force: true });
   }
 } catch (e) {
   fail(e.stack ?? e.message);
