@@ -5,6 +5,11 @@
 #include "vec128.h"
 #include "x86.h"
 
+#if WISP_HAVE_WASM_SIMD128
+/* vec128_wasm.h's run-time zero: here, out of the kernels' sight */
+const int32_t wisp_wasm_zero = 0;
+#endif
+
 typedef struct level {
     const char *name;
     bool (*usable)(const wisp_cpu_features *cpu);

@@ -17,6 +17,23 @@
 #define VEC128_TOKENS 2 /* engines map v128 onto 16 SSE/NEON registers */
 #define VEC128_HW_F16 0
 
+/* Integer constants for splats, made at run time. V8 as in Chromium 156
+ * and Node 24 does not keep a v128 constant in a register through a loop:
+ * it builds it again at every use, three instructions (movq, vmovq,
+ * punpcklqdq), inside the hottest loops (Node 20's V8 still hoisted them).
+ * A constant plus wisp_wasm_zero, a 0 defined in another file
+ * (simd/dispatch.c) so that neither clang nor V8 can fold it, is made once
+ * and kept in a register. Only constants: a splat of a run-time value stays
+ * as it is (an add in front of it would cost V8's broadcast from memory).
+ * Byte splats stay constants too: kept, they ran out of registers in the
+ * unrolled Q6_K decode (7.9 -> 6.6 Gweights/s). Chromium 156, one thread,
+ * Gweights/s, 2048 x 2048 decode: Q4_0 12.5 -> 14.9, Q8_0 12.1 -> 14.6,
+ * Q4_K 10.8 -> 11.7, Q5_K 6.4 -> 6.8, Q3_K 3.9 -> 4.3, Q2_K 7.8 -> 8.3,
+ * Q6_K 7.9 -> 7.8; 32-token prefill: Q4_0 10.6 -> 13.0, Q8_0 10.4 -> 11.0,
+ * Q4_K 13.5 -> 14.1. */
+extern const int32_t wisp_wasm_zero;
+static VEC128_ALWAYS int32_t vec128_runtime(int32_t x) { return __builtin_constant_p(x) ? x + wisp_wasm_zero : x; }
+
 typedef v128_t v8;
 typedef v128_t v16;
 typedef v128_t v32;
@@ -68,7 +85,7 @@ static VEC128_ALWAYS pv pv_prep(v8 a) {
  * that order; pv_or and pv_shl combine fields (values < 128), pv_sub_splat
  * takes a type's offset off its levels. */
 static VEC128_ALWAYS pv pv_fields(v8 q, int shift, int mask) {
-    const v128_t m = wasm_i16x8_splat((int16_t)mask);
+    const v128_t m = wasm_i16x8_splat((int16_t)vec128_runtime(mask));
     pv p = {wasm_v128_and(wasm_u16x8_shr(q, (uint32_t)shift), m), wasm_v128_and(wasm_u16x8_shr(q, (uint32_t)shift + 8), m)};
     return p;
 }
@@ -85,7 +102,7 @@ static VEC128_ALWAYS pv pv_shl(pv a, int n) {
     return p;
 }
 static VEC128_ALWAYS pv pv_sub_splat(pv a, int n) {
-    const v128_t s = wasm_i16x8_splat((int16_t)n);
+    const v128_t s = wasm_i16x8_splat((int16_t)vec128_runtime(n));
     pv p = {wasm_i16x8_sub(a.lo, s), wasm_i16x8_sub(a.hi, s)};
     return p;
 }
@@ -97,7 +114,7 @@ static VEC128_ALWAYS pv pv_sub_splat(pv a, int n) {
  * by 12. Levels up to 240 still fit the 16-bit lanes. */
 #define PV_NIBBLES_LOG2 4
 static VEC128_ALWAYS pv pv_nibbles(v8 q, int high) {
-    const v128_t m = wasm_i16x8_splat((int16_t)(0x0f << 4 * high));
+    const v128_t m = wasm_i16x8_splat((int16_t)vec128_runtime(0x0f << 4 * high));
     pv p = {wasm_v128_and(q, m), wasm_v128_and(wasm_u16x8_shr(q, 8), m)};
     return p;
 }
@@ -111,7 +128,7 @@ static VEC128_ALWAYS v32 pv_dot(v32 acc, pv a, pv b) {
 
 static VEC128_ALWAYS v16 v16_load(const void *p) { return wasm_v128_load(p); }
 static VEC128_ALWAYS v32 v16_dot(v32 acc, v16 a, v16 b) { return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(a, b)); }
-static VEC128_ALWAYS v16 v16_splat(int16_t x) { return wasm_i16x8_splat(x); }
+static VEC128_ALWAYS v16 v16_splat(int16_t x) { return wasm_i16x8_splat((int16_t)vec128_runtime(x)); }
 static VEC128_ALWAYS v16 v16_and(v16 a, v16 b) { return wasm_v128_and(a, b); }
 static VEC128_ALWAYS v16 v16_or(v16 a, v16 b) { return wasm_v128_or(a, b); }
 static VEC128_ALWAYS v16 v16_eq(v16 a, v16 b) { return wasm_i16x8_eq(a, b); }
@@ -121,7 +138,7 @@ static VEC128_ALWAYS v32 v32_from_v16_lo(v16 a) { return wasm_i32x4_extend_low_i
 static VEC128_ALWAYS v32 v32_from_v16_hi(v16 a) { return wasm_i32x4_extend_high_i16x8(a); }
 
 static VEC128_ALWAYS v32 v32_zero(void) { return wasm_i32x4_splat(0); }
-static VEC128_ALWAYS v32 v32_splat(int32_t x) { return wasm_i32x4_splat(x); }
+static VEC128_ALWAYS v32 v32_splat(int32_t x) { return wasm_i32x4_splat(vec128_runtime(x)); }
 static VEC128_ALWAYS v32 v32_load(const int32_t *p) { return wasm_v128_load(p); }
 static VEC128_ALWAYS void v32_store(int32_t *p, v32 a) { wasm_v128_store(p, a); }
 static VEC128_ALWAYS v32 v32_add(v32 a, v32 b) { return wasm_i32x4_add(a, b); }
