@@ -47,6 +47,7 @@ help:
 	@echo "make fuzz         libFuzzer on every parser (FUZZ_SECONDS=60 each); test-fuzz-smoke: 10 s each"
 	@echo "make test-matrix-full  every truncation/corruption case of every model and adapter file"
 	@echo "make web          the npm package (wasm) in $(BUILD)/web; test-web, bench-web, demo-web"
+	@echo "make bench-relaxed-dot  wasm decode loop: SIMD128 16-bit dot vs relaxed SIMD 8-bit dot (Node 24, Chromium)"
 	@echo "make embedded     bare-metal firmware (Cortex-M4/M7, RISC-V) at $(BUILD)/embedded/"
 	@echo "make test-embedded  run the firmware under QEMU against the native engine; budget table"
 	@echo "make test-arm     aarch64/armv7 builds under qemu (Pi 3/4/5 CPUs); test-arm-full runs every test"
