@@ -7,7 +7,7 @@ import { compileWide, instantiateWide } from './engine64.mjs';
 import { WispError } from './errors.mjs';
 import { isNode } from './util.mjs';
 
-export { isNode } from './util.mjs';
+export { isNode };
 
 // wasm32 addresses 4 GiB: a model's file, its arena and the engine's few
 // megabytes must fit in that.

@@ -22,7 +22,7 @@ const { UNSIGNED_RESULTS } = await import(pathToFileURL(path.join(WEB_OUT, 'src'
 // This test is about wasm32 in a Node without Memory64 (Node 20, which `make
 // test` runs); test_browser_wasm64 checks wasm64, in Chromium and Node 24.
 const { whyNoMemory64 } = await import(pathToFileURL(path.join(WEB_OUT, 'src', 'engine64.mjs')).href);
-check(whyNoMemory64() !== null, `this Node (${process.version}) has no Memory64, as the wasm32 refusals below assume`);
+check(whyNoMemory64() !== null, `this Node (${process.version}) runs Memory64, but the wasm32 refusals below assume one without it`);
 const abiSources = readdirSync(path.join(repo, 'wasm')).filter((f) => /^abi.*\.c$/.test(f))
   .map((f) => readFileSync(path.join(repo, 'wasm', f), 'utf8')).join('\n');
 const unsignedInC = [...abiSources.matchAll(/^API\s+(?:const\s+)?(?:[A-Za-z_0-9]+\s*\*+|uint32_t\s+|size_t\s+)\s*(ww_[a-z_0-9]+)\s*\(/gm)]
