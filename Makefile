@@ -55,6 +55,7 @@ help:
 	@echo "make demo-finetune  fine-tune stories260K on Shakespeare; figures and text before/after"
 	@echo "make bench-train  LoRA training tokens/s and memory vs PyTorch (part of make bench)"
 	@echo "make bench-infer  prefill/decode vs llama.cpp on made models, roofline (part of make bench)"
+	@echo "make bench-decode-bandwidth  decode's products alone vs the read test, round by round (THREADS, ROUNDS, TYPE)"
 	@echo "make clean        remove $(BUILD)/"
 	@echo "SHARED=path       reference folder (default ../shared)"
 

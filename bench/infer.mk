@@ -4,7 +4,9 @@
 #   make bench-infer MODELS=1b       the 1B rows only (MODELS=small: the SmolLM2-135M rows)
 #   make bench-infer MODELS=smollm2-135m-q4_0 THREADS=1 REPS=3 PEERS=native   one row, one peer
 #   make bench-loaded                decode under background load (two busy loops, then a memory copy)
-.PHONY: bench-infer bench-loaded
+#   make bench-decode-bandwidth      decode's products alone against the read test, round by round
+#                                    (THREADS=2 ROUNDS=20 TYPE=Q4_0)
+.PHONY: bench-infer bench-loaded bench-decode-bandwidth
 BENCH_OUT := $(BUILD)/bench
 # the native peer: built once from the snapshot in $(SHARED)/peers, under build/ (never committed)
 LLAMACPP_SRC ?= $(SHARED)/peers/llama.cpp-c392e509.tar.gz
@@ -19,6 +21,14 @@ $(BUILD)/bench/pool_overhead: bench/pool_overhead.c $(BUILD)/obj/cli/thread_pool
 $(BUILD)/bench/copy_loop: bench/copy_loop.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< $(LDFLAGS) -o $@
+
+DECODE_BW_OBJ := $(addprefix $(BUILD)/obj/cli/,thread_pool.o membw.o huge_alloc.o cache_size.o clock.o)
+$(BUILD)/bench/decode_bandwidth: bench/decode_bandwidth.c $(DECODE_BW_OBJ) $(BUILD)/libwisp.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Icli $< $(DECODE_BW_OBJ) $(BUILD)/libwisp.a $(LDFLAGS) $(LDLIBS) -o $@
+
+bench-decode-bandwidth: $(BUILD)/bench/decode_bandwidth
+	@$< $(or $(THREADS),2) $(or $(ROUNDS),20) $(or $(TYPE),Q4_0)
 
 bench-infer: all $(BUILD)/bench/pool_overhead
 	@$(BENCH_ENV) POOL=$(abspath $(BUILD)/bench/pool_overhead) bench/run_bench.sh

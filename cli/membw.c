@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "huge_alloc.h"
-#include "session.h"
+#include "thread_pool.h"
 
 #if WISP_CLI_THREADS /* thread_pool.h: off for WASI, where one thread measures */
 #include <pthread.h>

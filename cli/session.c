@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "huge_alloc.h"
 #include "simd.h"
@@ -15,18 +14,6 @@ void cli_model_opts_default(cli_model_opts *o) {
 
 uint32_t cli_text_bytes_for(size_t n) {
     return n + 16 > 4096 ? (uint32_t)(n + 16) : 0;
-}
-
-double cli_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-double cli_cpu_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 void cli_report(const char *what, const wisp_error *err) {

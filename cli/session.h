@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "args.h"
+#include "clock.h"
 #include "file_map.h"
 #include "thread_pool.h"
 #include "simd.h"
@@ -63,11 +64,6 @@ const wisp_kernels *cli_kernels(void);
  * (4096) unless the prompt is longer, so `wisp plan` with default settings
  * matches what run/logits carve for ordinary prompts. */
 uint32_t cli_text_bytes_for(size_t n);
-
-/* Seconds on a monotonic clock. */
-double cli_now(void);
-/* CPU seconds this process has used (all threads): on a busy machine, what a run really cost */
-double cli_cpu_seconds(void);
 
 /* Print "wisp: <what>: <message>" to stderr. */
 void cli_report(const char *what, const wisp_error *err);
