@@ -3,16 +3,16 @@
  *
  * Why a program of its own: `wisp bench` measures the read test after the
  * decode run, and this VM's memory bandwidth changes state within seconds
- * (two threads read 33-36 GB/s in one state and 56-66 in the other), so a
+ * (two threads read 33-44 GB/s in one state, 53-74 and 80-92 in others), so a
  * whole-model roofline fraction can compare a decode in one state with a
- * read test in the other. Here each round measures the read test and then,
+ * read test in another. Here each round measures the read test and then,
  * right after it, the products, so every fraction compares like with like.
  *
  * Each round streams a set of 8192 x 2048 matrices (together well past the
  * last-level cache) through one-token products two ways:
- *   engine  wisp_exec_matmul, the pieces decode uses (several per thread,
- *           claimed as threads come free);
- *   halves  one contiguous piece per thread (the least synchronisation).
+ *   engine  wisp_exec_matmul, the pieces decode uses (a long first run
+ *           per thread, then a tail in pieces claimed as threads come free);
+ *   halves  one contiguous piece per thread (the longest runs of rows).
  * The matrices are packed by the kernel level as the engine packs them.
  *
  * usage: decode_bandwidth [THREADS [ROUNDS [TYPE]]]   (defaults 2, 20, Q4_0)

@@ -53,6 +53,7 @@ static void convert_rows(void *arg, int ith, int nth) {
 typedef struct matmul_job {
     const wisp_exec *e;
     int n;
+    int shares; /* > 0: decode's pieces (decode_piece), over this many threads' shares */
     wisp_matmul_fn fn[WISP_EXEC_MAX_FUSED];
     wisp_matmul_args a[WISP_EXEC_MAX_FUSED];
     int64_t rows[WISP_EXEC_MAX_FUSED];
@@ -62,10 +63,42 @@ typedef struct matmul_job {
 
 static int64_t row_groups(int64_t rows) { return (rows + ROW_GROUP - 1) / ROW_GROUP; }
 
+/* Decode's pieces. Each thread's first claim is one long contiguous run,
+ * DECODE_FIRST_EIGHTHS/8 of its share of the rows; the rest of every share
+ * is cut into DECODE_TAIL_PARTS pieces that whichever thread is free takes,
+ * so a thread that starts late or runs slower leaves work to the others.
+ * Why not equal pieces: on the bench VM, in the states where its two CPUs
+ * read memory at twice the bandwidth or more, the products read a larger
+ * fraction of the read-only roofline the longer each thread's runs of
+ * consecutive rows (bench/decode_bandwidth.c with each split timed in the
+ * same rounds, medians of 22: one piece per thread 93%, 7/8 + tail 91%,
+ * 3/4 + tail 88%, two equal pieces per thread 84%, four 80%). 3/4 keeps a
+ * quarter of the work for balancing. */
+#define DECODE_FIRST_EIGHTHS 6
+#define DECODE_TAIL_PARTS 2
+
+static int decode_pieces(int threads) { return threads * (1 + DECODE_TAIL_PARTS); }
+
+static void decode_piece(int64_t groups, int threads, int piece, int64_t *lo, int64_t *hi) {
+    const int share = piece < threads ? piece : (piece - threads) % threads;
+    int64_t s0, s1;
+    wisp_split(groups, share, threads, &s0, &s1);
+    const int64_t tail = s0 + (s1 - s0) * DECODE_FIRST_EIGHTHS / 8;
+    if (piece < threads) {
+        *lo = s0;
+        *hi = tail;
+        return;
+    }
+    wisp_split(s1 - tail, (piece - threads) / threads, DECODE_TAIL_PARTS, lo, hi);
+    *lo += tail;
+    *hi += tail;
+}
+
 static void matmul_rows(void *arg, int ith, int nth) {
     const matmul_job *j = arg;
     int64_t lo, hi, first = 0;
-    wisp_split(j->total_groups, ith, nth, &lo, &hi);
+    if (j->shares) decode_piece(j->total_groups, j->shares, ith, &lo, &hi);
+    else wisp_split(j->total_groups, ith, nth, &lo, &hi);
     for (int m = 0; m < j->n; first += j->groups[m], m++) {
         const int64_t last = first + j->groups[m]; /* this weight's groups: [first, last) */
         const int64_t g0 = (lo > first ? lo : first) - first, g1 = (hi < last ? hi : last) - first;
@@ -80,13 +113,19 @@ static void matmul_rows(void *arg, int ith, int nth) {
  * thousand elements; a parallel job costs about a microsecond). */
 #define SERIAL_CONVERT_ELEMS ((int64_t)1 << 15)
 
-/* Pieces per matmul: decode splits finer so that a thread that starts late
- * leaves its share to the others; prefill keeps one piece per thread, since
- * each piece prepares the batch's activation facts once. */
-static int matmul_pieces(const wisp_exec *e, int64_t groups, int64_t n_tok) {
-    if (e->threads.n_threads <= 1) return 1;
-    int64_t want = (int64_t)e->threads.n_threads * (n_tok <= 2 ? 4 : 1);
-    return (int)(groups < want ? groups : want);
+/* Pieces per matmul: decode's (decode_piece) when every piece has a row
+ * group, setting j->shares; else one piece per thread, since each piece
+ * prepares the batch's activation facts once (prefill). */
+static int matmul_pieces(const wisp_exec *e, matmul_job *j, int64_t n_tok) {
+    const int threads = e->threads.n_threads;
+    j->shares = 0;
+    if (threads <= 1) return 1;
+    /* a share's first piece and each tail piece get at least one group */
+    if (n_tok <= 2 && j->total_groups >= (int64_t)threads * 8) {
+        j->shares = threads;
+        return decode_pieces(threads);
+    }
+    return (int)(j->total_groups < threads ? j->total_groups : threads);
 }
 
 /* The activations as the weights take them: x itself for float weights,
@@ -130,7 +169,7 @@ void wisp_exec_matmuls(wisp_exec *e, int n, const wisp_weight *const w[], const 
         j.groups[m] = row_groups(w[m]->rows);
         j.total_groups += j.groups[m];
     }
-    wisp_exec_pieces(e, matmul_rows, &j, matmul_pieces(e, j.total_groups, n_tok));
+    wisp_exec_pieces(e, matmul_rows, &j, matmul_pieces(e, &j, n_tok));
 }
 
 void wisp_exec_matmul(wisp_exec *e, const wisp_weight *w, const float *x, int64_t ldx, int64_t n_tok, float *y,

@@ -8,7 +8,10 @@
  *    Q4_K with Q6_K; Q5_K with Q6_K, which x86 decodes in place; F16 with
  *    F32) and for a mix that is not (Q4_0 with Q4_K), which falls back to
  *    one job each;
- *  - with row counts that are not multiples of the 16-row groups. */
+ *  - with row counts that are not multiples of the 16-row groups;
+ *  - with enough row groups for decode's pieces (a long first run per
+ *    thread, then a tail cut in pieces), so that every row is computed once
+ *    whatever the thread count. */
 #include "check.h"
 #include "exec.h"
 #include "simd.h"
@@ -105,6 +108,9 @@ static void check_kernels(const char *level, const wisp_kernels *k) {
     char label[64];
     snprintf(label, sizeof label, "%s, q/k/v Q4_0", level);
     check_set(label, k, (const int[]){WISP_TYPE_Q4_0, WISP_TYPE_Q4_0, WISP_TYPE_Q4_0}, (const int32_t[]){72, 24, 24}, 3);
+    snprintf(label, sizeof label, "%s, q/k/v Q4_0, 47 row groups", level);
+    check_set(label, k, (const int[]){WISP_TYPE_Q4_0, WISP_TYPE_Q4_0, WISP_TYPE_Q4_0}, (const int32_t[]){403, 200, 120},
+              3);
     snprintf(label, sizeof label, "%s, Q8_0 + Q4_0", level);
     check_set(label, k, (const int[]){WISP_TYPE_Q8_0, WISP_TYPE_Q4_0}, (const int32_t[]){37, 50}, 2);
     snprintf(label, sizeof label, "%s, Q4_K + Q6_K + Q4_K", level);
