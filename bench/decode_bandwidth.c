@@ -120,8 +120,12 @@ int main(int argc, char **argv) {
            k->name);
 
     double *read = malloc(sizeof(double) * rounds), *engine = malloc(sizeof(double) * rounds),
-           *halves = malloc(sizeof(double) * rounds);
-    if (!read || !engine || !halves) return 1;
+           *halves = malloc(sizeof(double) * rounds), *frac_e = malloc(sizeof(double) * rounds),
+           *frac_h = malloc(sizeof(double) * rounds);
+    if (!read || !engine || !halves || !frac_e || !frac_h) {
+        fprintf(stderr, "decode_bandwidth: out of memory for %d rounds\n", rounds);
+        return 1;
+    }
     wisp_exec_matmul(&e, &w[0], x, COLS, 1, y, ROWS); /* converts x into e.act, which halves reuses */
     for (int r = 0; r < rounds; r++) {
         read[r] = cli_read_bandwidth(threads, want);
@@ -153,8 +157,6 @@ int main(int argc, char **argv) {
                read[r] / 1e9, engine[r] / 1e9, 100 * engine[r] / read[r], halves[r] / 1e9, 100 * halves[r] / read[r]);
         fflush(stdout);
     }
-    double *frac_e = malloc(sizeof(double) * rounds), *frac_h = malloc(sizeof(double) * rounds);
-    if (!frac_e || !frac_h) return 1;
     for (int r = 0; r < rounds; r++) {
         frac_e[r] = engine[r] / read[r];
         frac_h[r] = halves[r] / read[r];
