@@ -77,14 +77,18 @@ grep -qE "^prefill +[0-9.]+ tok/s" "$D/b.txt" && grep -qE "^decode +[0-9.]+ tok/
 grep -qE "memory read [0-9.]+ GB/s: [0-9]+% of the roofline.*; copy [0-9.]+ GB/s" "$D/c.txt" || fail "table: $(cat "$D/c.txt")"; ok
 [ "$llc" -eq 0 ] || grep -q "the weights stay in" "$D/c.txt" || fail "table: no last-level cache note: $(cat "$D/c.txt")"; ok
 
-# the report: this row against made-up peer figures half as fast (native)
-# and a native failure on a second row (as the old snapshot's on qwen3)
+# the report: this row against made-up peer figures half as fast (native),
+# a native failure on a second row (as the old snapshot's on qwen3), and a
+# third row whose decode read faster than the read test (the bandwidth
+# changed state between them: its fraction is void, not a target met)
 command -v node >/dev/null || fail "node is needed for bench/report.mjs"
 w=$(cat "$D/b.json")
 half() { node -e "const w = $w; console.log(JSON.stringify({prefill_tok_s: w.prefill_tok_s / 2, decode_tok_s: w.decode_tok_s / 2}))"; }
 {
     echo "{\"name\":\"stories-q8_0\",\"threads\":2,\"load\":\"1.00 1.00 1.00\",\"wisp\":$w,\"native\":$(half),\"node\":null}"
     echo "{\"name\":\"qwen3-x-q8_0\",\"threads\":2,\"load\":\"1.00 1.00 1.00\",\"wisp\":$w,\"native\":{\"error\":\"unknown model architecture: 'qwen3'\"},\"node\":$(half)}"
+    past=$(node -e "const w = $w; console.log(JSON.stringify({...w, weights_fit_llc: false, decode_bandwidth_bytes_s: 1.5 * w.read_bandwidth_bytes_s}))")
+    echo "{\"name\":\"past-read-q8_0\",\"threads\":2,\"load\":\"1.00 1.00 1.00\",\"wisp\":$past,\"native\":$(half),\"node\":null}"
 } > "$D/results.jsonl"
 node "$(dirname "$0")/../../bench/report.mjs" "$D/results.jsonl" > "$D/table.txt" || fail "report: $(cat "$D/table.txt")"
 grep -qE "^stories-q8_0 +2 \| +[0-9.]+ +[0-9.]+  2\.00 +- +- \| +[0-9.]+ +[0-9.]+  2\.00 +- +-" "$D/table.txt" ||
@@ -93,6 +97,9 @@ grep -qE "^qwen3-x-q8_0 +2 \| +[0-9.]+ +- +- +[0-9.]+  2\.00" "$D/table.txt" || 
 grep -q "native llama.cpp on qwen3-x-q8_0, 2 threads: unknown model architecture: 'qwen3'" "$D/table.txt" || fail "report: no reason"; ok
 grep -q "memory read bandwidth, 2 threads" "$D/table.txt" || fail "report: no read bandwidth"; ok
 grep -qE "^stories-q8_0 .*%\*? \| +[0-9]+% \|" "$D/table.txt" || fail "report: no prefill peak column: $(cat "$D/table.txt")"; ok
+grep -qE "^past-read-q8_0 .* 150%! \|" "$D/table.txt" || fail "report: a fraction past the read test is not marked: $(cat "$D/table.txt")"; ok
+grep -q "past-read-q8_0 t2: decode read 150% of the read test, so the memory bandwidth changed state" "$D/table.txt" ||
+    fail "report: a fraction past the read test counts: $(cat "$D/table.txt")"; ok
 grep -qE "^arithmetic peak, 2 threads \([a-z0-9-]+\): int8 [0-9]+ Gop/s, F32 FMA [0-9]+ GFLOP/s" "$D/table.txt" ||
     fail "report: no arithmetic peak: $(cat "$D/table.txt")"; ok
 expect_fail "$WISP" bench -m "$M" -p 0 -n 0
