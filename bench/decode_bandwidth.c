@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "exec.h"
 #include "huge_alloc.h"
+#include "median.h"
 #include "membw.h"
 #include "thread_pool.h"
 
@@ -42,16 +43,6 @@ static void halves_piece(void *arg, int ith, int nth) {
     int64_t lo, hi;
     wisp_split(ROWS / WISP_PACK_GROUP, ith, nth, &lo, &hi);
     j->fn(&j->a, lo * WISP_PACK_GROUP, hi * WISP_PACK_GROUP);
-}
-
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 int main(int argc, char **argv) {
@@ -162,7 +153,8 @@ int main(int argc, char **argv) {
         frac_h[r] = halves[r] / read[r];
     }
     printf("median of %d rounds: read %.1f GB/s; of the read test: engine %.0f%%, halves %.0f%%\n", rounds,
-           median(read, rounds) / 1e9, 100 * median(frac_e, rounds), 100 * median(frac_h, rounds));
+           cli_median_sorting(read, rounds) / 1e9, 100 * cli_median_sorting(frac_e, rounds),
+           100 * cli_median_sorting(frac_h, rounds));
     cli_pool_destroy(pool);
     return 0;
 }

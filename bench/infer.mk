@@ -22,7 +22,7 @@ $(BUILD)/bench/copy_loop: bench/copy_loop.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< $(LDFLAGS) -o $@
 
-DECODE_BW_OBJ := $(addprefix $(BUILD)/obj/cli/,thread_pool.o membw.o huge_alloc.o cache_size.o clock.o)
+DECODE_BW_OBJ := $(addprefix $(BUILD)/obj/cli/,thread_pool.o membw.o huge_alloc.o cache_size.o clock.o median.o)
 $(BUILD)/bench/decode_bandwidth: bench/decode_bandwidth.c $(DECODE_BW_OBJ) $(BUILD)/libwisp.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Icli $< $(DECODE_BW_OBJ) $(BUILD)/libwisp.a $(LDFLAGS) $(LDLIBS) -o $@

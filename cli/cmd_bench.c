@@ -15,6 +15,7 @@
 #include "cache_size.h"
 #include "compute_peak.h"
 #include "json_out.h"
+#include "median.h"
 #include "membw.h"
 #include "model_flops.h"
 #include "peak_memory.h"
@@ -43,16 +44,11 @@ static uint64_t decode_bytes_per_token(const wisp_model *m) {
     return b;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
+/* on a copy: the runs are listed in their order in --json */
 static double median(const double *v, int n) {
     double s[64];
     memcpy(s, v, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    return cli_median_sorting(s, n);
 }
 
 static void json_list(const char *key, const double *v, int n) {
